@@ -1,0 +1,222 @@
+"""ironic_alloc exceptions.
+
+Every error carries its HTTP status in ``code``; the API turns an exception
+into an Ironic-format error body with that status, and oslo.messaging
+re-raises exceptions of this module on the API side of an RPC call (see
+``ironic_alloc.common.rpc``), so no mapping table exists anywhere.
+"""
+
+import http.client as http_client
+
+from oslo_log import log
+from oslo_serialization import jsonutils
+
+LOG = log.getLogger(__name__)
+
+
+class IronicAllocException(Exception):
+    """Base exception; subclasses set ``_msg_fmt`` and ``code``."""
+
+    _msg_fmt = 'An unknown exception occurred.'
+    code = http_client.INTERNAL_SERVER_ERROR
+    safe = False
+
+    def __init__(self, message=None, **kwargs):
+        # NOTE: keep kwargs JSON-safe so the exception survives RPC.
+        self.kwargs = {k: v if _json_safe(v) else str(v)
+                       for k, v in kwargs.items()}
+        if 'code' in kwargs:
+            self.code = kwargs['code']
+        if not message:
+            try:
+                message = self._msg_fmt % self.kwargs
+            except (KeyError, TypeError):
+                LOG.exception('Exception %(cls)s misses arguments for '
+                              '%(fmt)r: %(kw)s',
+                              {'cls': type(self).__name__,
+                               'fmt': self._msg_fmt, 'kw': self.kwargs})
+                message = self._msg_fmt
+        super().__init__(message)
+
+    def __str__(self):
+        return str(self.args[0])
+
+
+def _json_safe(value):
+    try:
+        jsonutils.dumps(value)
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
+# 400 family
+
+class Invalid(IronicAllocException):
+    _msg_fmt = 'Unacceptable parameters.'
+    code = http_client.BAD_REQUEST
+
+
+class InvalidParameterValue(Invalid):
+    _msg_fmt = '%(err)s'
+
+
+class MissingArgument(Invalid):
+    _msg_fmt = 'Missing argument: %(arg)s.'
+
+
+class InvalidUUID(Invalid):
+    _msg_fmt = 'Expected a UUID but received %(uuid)s.'
+
+
+class InvalidName(Invalid):
+    _msg_fmt = 'Expected a logical name but received %(name)s.'
+
+
+class InvalidUuidOrName(Invalid):
+    _msg_fmt = 'Expected a logical name or UUID but received %(name)s.'
+
+
+class InvalidIdentity(Invalid):
+    _msg_fmt = 'Expected a UUID or int but received %(identity)s.'
+
+
+class PatchError(Invalid):
+    _msg_fmt = "Couldn't apply patch '%(patch)s'. Reason: %(reason)s"
+
+
+class InvalidStateRequested(Invalid):
+    _msg_fmt = ('The requested action "%(action)s" can not be performed '
+                'on node "%(node)s" while it is in state "%(state)s".')
+
+
+class InvalidTrait(Invalid):
+    _msg_fmt = ('Invalid trait %(trait)s: a trait must be a standard '
+                'trait from os-traits or match CUSTOM_[A-Z0-9_]+ and be at '
+                'most 255 characters long.')
+
+
+class UnsupportedFeature(Invalid):
+    _msg_fmt = ('%(feature)s is not supported by ironic_alloc: it '
+                'allocates and tracks nodes but drives no hardware.')
+
+
+class UnsupportedDriver(Invalid):
+    _msg_fmt = 'Driver %(driver)s is not supported.'
+
+
+# 403 / 404 / 406 / 409
+
+class NotAuthorized(IronicAllocException):
+    _msg_fmt = 'Not authorized.'
+    code = http_client.FORBIDDEN
+
+
+class HTTPForbidden(NotAuthorized):
+    _msg_fmt = 'Access was denied to the following resource: %(resource)s'
+
+
+class NotFound(IronicAllocException):
+    _msg_fmt = 'Resource could not be found.'
+    code = http_client.NOT_FOUND
+
+
+class NodeNotFound(NotFound):
+    _msg_fmt = 'Node %(node)s could not be found.'
+
+
+class NodeTraitNotFound(NotFound):
+    _msg_fmt = 'Node %(node_id)s doesn\'t have a trait %(trait)s'
+
+
+class ConductorNotFound(NotFound):
+    _msg_fmt = 'Conductor %(conductor)s could not be found.'
+
+
+class AllocationNotFound(NotFound):
+    _msg_fmt = 'Allocation %(allocation)s could not be found.'
+
+
+class NotAcceptable(IronicAllocException):
+    _msg_fmt = 'Request not acceptable.'
+    code = http_client.NOT_ACCEPTABLE
+
+
+class Conflict(IronicAllocException):
+    _msg_fmt = 'Conflict.'
+    code = http_client.CONFLICT
+
+
+class DuplicateName(Conflict):
+    _msg_fmt = 'A node with name %(name)s already exists.'
+
+
+class NodeAlreadyExists(Conflict):
+    _msg_fmt = 'A node with UUID %(uuid)s already exists.'
+
+
+class InstanceAssociated(Conflict):
+    _msg_fmt = ('Instance %(instance_uuid)s is already associated with a '
+                'node, it cannot be associated with this other node '
+                '%(node)s')
+
+
+class NodeAssociated(Conflict):
+    _msg_fmt = ('Node %(node)s is associated with instance '
+                '%(instance)s.')
+
+
+class NodeLocked(Conflict):
+    _msg_fmt = ('Node %(node)s is locked by host %(host)s, please retry '
+                'after the current operation is completed.')
+
+
+class NodeInMaintenance(Conflict):
+    _msg_fmt = ('The %(op)s operation can\'t be performed on node '
+                '%(node)s because it\'s in maintenance mode.')
+
+
+class NodeProtected(Conflict):
+    _msg_fmt = 'Node %(node)s is protected and cannot be undeployed, ' \
+               'rebuilt or deleted'
+
+
+class InvalidState(Conflict):
+    _msg_fmt = 'Invalid resource state.'
+
+
+class ConductorAlreadyRegistered(Conflict):
+    _msg_fmt = 'Conductor %(conductor)s already registered.'
+
+
+class AllocationDuplicateName(Conflict):
+    _msg_fmt = 'Allocation with name %(name)s already exists.'
+
+
+class AllocationAlreadyExists(Conflict):
+    _msg_fmt = 'Allocation with UUID %(uuid)s already exists.'
+
+
+# 5xx
+
+class TemporaryFailure(IronicAllocException):
+    _msg_fmt = 'Resource temporarily unavailable, please retry.'
+    code = http_client.SERVICE_UNAVAILABLE
+
+
+class NoFreeConductorWorker(TemporaryFailure):
+    _msg_fmt = 'Requested action cannot be performed due to lack of free ' \
+               'conductor workers.'
+
+
+class NoValidHost(TemporaryFailure):
+    _msg_fmt = 'No valid host was found. Reason: %(reason)s'
+
+
+class ConductorUnreachable(TemporaryFailure):
+    _msg_fmt = ('The conductor did not answer in time (%(reason)s). The '
+                'request may be retried.')
+
+
+class DatabaseUnavailable(TemporaryFailure):
+    _msg_fmt = 'The database is unavailable: %(reason)s'

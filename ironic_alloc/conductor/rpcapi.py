@@ -1,0 +1,160 @@
+"""Client side of the conductor RPC API.
+
+API version history:
+
+    1.0 - Initial version: node updates, deletion, traits, provision and
+          power actions.
+"""
+
+import hashlib
+import random
+
+from oslo_log import log
+import oslo_messaging as messaging
+
+from ironic_alloc.common import exception
+from ironic_alloc.common import rpc
+from ironic_alloc.conf import CONF
+from ironic_alloc.objects import conductor as conductor_obj
+
+LOG = log.getLogger(__name__)
+
+# NOTE: must equal ConductorManager.RPC_API_VERSION.
+RPC_API_VERSION = '1.0'
+
+
+def _wrap_transport_errors(f):
+    """Turn 'the conductor did not answer' into a clear 503."""
+    def wrapper(*args, **kwargs):
+        try:
+            return f(*args, **kwargs)
+        except messaging.MessagingTimeout as exc:
+            raise exception.ConductorUnreachable(
+                reason='no answer within %s seconds' %
+                CONF.api.rpc_call_timeout) from exc
+        except messaging.MessageDeliveryFailure as exc:
+            raise exception.ConductorUnreachable(
+                reason='message delivery failed') from exc
+        except messaging.MessagingException as exc:
+            if isinstance(exc, messaging.RemoteError):
+                raise
+            raise exception.ConductorUnreachable(
+                reason=type(exc).__name__) from exc
+    wrapper.__name__ = f.__name__
+    wrapper.__doc__ = f.__doc__
+    return wrapper
+
+
+class ConductorAPI:
+    """Client side of the conductor RPC API (see the module docstring)."""
+
+    def __init__(self, topic=rpc.CONDUCTOR_TOPIC):
+        self.topic = topic
+        target = messaging.Target(topic=self.topic,
+                                  version=RPC_API_VERSION)
+        self.client = rpc.get_client(target)
+
+    # Routing
+
+    @staticmethod
+    def _alive(context, conductor_group=None):
+        return conductor_obj.Conductor.list_alive(
+            context, CONF.conductor.heartbeat_timeout,
+            conductor_group=conductor_group)
+
+    def get_conductor_for(self, context, node):
+        """The live conductor serving ``node`` (stable while the set of
+        live conductors of its group does not change).
+
+        :raises: NoValidHost when no conductor of the group is alive.
+        """
+        alive = self._alive(context, node.conductor_group or '')
+        if not alive:
+            raise exception.NoValidHost(
+                reason='no conductor of conductor group "%s" is alive'
+                % (node.conductor_group or ''))
+        hostnames = sorted(c.hostname for c in alive)
+        digest = hashlib.md5(node.uuid.encode(),
+                             usedforsecurity=False).hexdigest()
+        return hostnames[int(digest, 16) % len(hostnames)]
+
+    def get_random_conductor(self, context):
+        """Any live conductor.  :raises: NoValidHost when none is alive."""
+        alive = self._alive(context)
+        if not alive:
+            raise exception.NoValidHost(reason='no conductor is alive')
+        return random.choice(alive)
+
+    def _prepare_call(self, host, version='1.0'):
+        return self.client.prepare(server=host, version=version,
+                                   timeout=CONF.api.rpc_call_timeout)
+
+    # Nodes
+
+    @_wrap_transport_errors
+    def update_node(self, context, node, host):
+        """Save the changed fields of a node under its lock.
+
+        :returns: the updated node.
+        :raises: NodeLocked, InvalidState, NodeAssociated, DuplicateName,
+            InstanceAssociated, NodeNotFound, ConductorUnreachable.
+        """
+        return self._prepare_call(host).call(context, 'update_node',
+                                             node_obj=node)
+
+    @_wrap_transport_errors
+    def destroy_node(self, context, node_id, host):
+        """Delete a node.
+
+        :raises: NodeLocked, InvalidState, NodeProtected, NodeAssociated,
+            NodeNotFound, ConductorUnreachable.
+        """
+        return self._prepare_call(host).call(context, 'destroy_node',
+                                             node_id=node_id)
+
+    @_wrap_transport_errors
+    def set_node_traits(self, context, node_id, traits, host):
+        """Replace a node's traits under its lock.
+
+        :raises: NodeLocked, NodeNotFound, ConductorUnreachable.
+        """
+        return self._prepare_call(host).call(context, 'set_node_traits',
+                                             node_id=node_id, traits=traits)
+
+    @_wrap_transport_errors
+    def add_node_trait(self, context, node_id, trait, host):
+        """:raises: NodeLocked, NodeNotFound, ConductorUnreachable."""
+        return self._prepare_call(host).call(context, 'add_node_trait',
+                                             node_id=node_id, trait=trait)
+
+    @_wrap_transport_errors
+    def remove_node_trait(self, context, node_id, trait, host):
+        """:raises: NodeLocked, NodeNotFound, NodeTraitNotFound,
+            ConductorUnreachable.
+        """
+        return self._prepare_call(host).call(context, 'remove_node_trait',
+                                             node_id=node_id, trait=trait)
+
+    @_wrap_transport_errors
+    def do_provisioning_action(self, context, node_id, action, host,
+                               configdrive=None):
+        """Start a provision action; it finishes asynchronously.
+
+        :param action: a canonical action of states.VERBS.
+        :raises: NodeLocked, InvalidStateRequested, NodeInMaintenance,
+            NodeProtected, NoFreeConductorWorker, ConductorUnreachable.
+        """
+        return self._prepare_call(host).call(
+            context, 'do_provisioning_action', node_id=node_id,
+            action=action, configdrive=configdrive)
+
+    @_wrap_transport_errors
+    def change_node_power_state(self, context, node_id, new_state, host):
+        """Start a power action; it finishes asynchronously.
+
+        :raises: NodeLocked, InvalidParameterValue, NoFreeConductorWorker,
+            ConductorUnreachable.
+        """
+        return self._prepare_call(host).call(
+            context, 'change_node_power_state', node_id=node_id,
+            new_state=new_state)

@@ -1,0 +1,15 @@
+"""Configuration options of ironic_alloc, registered on one global CONF."""
+
+from oslo_config import cfg
+
+from ironic_alloc.conf import api
+from ironic_alloc.conf import conductor
+from ironic_alloc.conf import database
+from ironic_alloc.conf import default
+
+CONF = cfg.CONF
+
+api.register_opts(CONF)
+conductor.register_opts(CONF)
+database.register_opts(CONF)
+default.register_opts(CONF)

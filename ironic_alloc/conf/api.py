@@ -1,0 +1,44 @@
+from oslo_config import cfg
+
+opt_group = cfg.OptGroup(name='api', title='Options for the API service')
+
+api_opts = [
+    cfg.HostAddressOpt('host_ip',
+                       default='127.0.0.1',
+                       help='IP address or host name the development API '
+                            'server and the standalone service listen on.'),
+    cfg.PortOpt('port',
+                default=6385,
+                help='TCP port the development API server and the '
+                     'standalone service listen on.'),
+    cfg.IntOpt('max_limit',
+               default=1000,
+               min=1,
+               help='The largest number of items a collection request '
+                    'returns in one page, whatever limit it asks for.'),
+    cfg.StrOpt('public_endpoint',
+               help='Public URL of the API, used in links and Location '
+                    'headers (e.g. https://baremetal.example.com:6385). '
+                    'Empty means the URL the request came in on.'),
+    cfg.IntOpt('api_workers',
+               default=1,
+               min=1,
+               help='Number of worker threads of the development API '
+                    'server. Under mod_wsgi or uWSGI the web server '
+                    'decides.'),
+    cfg.BoolOpt('debug_tracebacks_in_api',
+                default=False,
+                help='Return server tracebacks in the debuginfo field of '
+                     'error responses. For debugging only.'),
+    cfg.IntOpt('rpc_call_timeout',
+               default=10,
+               min=1,
+               help='Seconds the API waits for a conductor to answer a '
+                    'synchronous RPC call (node actions, allocation '
+                    'deletion) before answering 503.'),
+]
+
+
+def register_opts(conf):
+    conf.register_group(opt_group)
+    conf.register_opts(api_opts, group=opt_group)

@@ -1,0 +1,53 @@
+from oslo_config import cfg
+
+opt_group = cfg.OptGroup(name='conductor',
+                         title='Options for the conductor service')
+
+conductor_opts = [
+    cfg.IntOpt('workers_pool_size',
+               default=16,
+               min=2,
+               help='Size of the conductor worker pool that runs node '
+                    'actions and allocations. Work beyond it waits in the '
+                    'database and is picked up again by the periodic '
+                    're-drive.'),
+    cfg.IntOpt('heartbeat_interval',
+               default=10,
+               min=1,
+               help='Seconds between heartbeats a conductor writes to the '
+                    'database.'),
+    cfg.IntOpt('heartbeat_timeout',
+               default=60,
+               min=2,
+               help='Seconds since its last heartbeat, measured with the '
+                    'database server clock, after which a conductor is '
+                    'considered dead: no RPC is routed to it and its work '
+                    'may be taken over.'),
+    cfg.StrOpt('conductor_group',
+               default='',
+               help='Name of the conductor group this conductor serves. '
+                    'Node actions of a node are routed to a conductor of '
+                    'the node\'s conductor_group.'),
+    cfg.IntOpt('sync_local_state_interval',
+               default=60,
+               min=0,
+               help='Seconds between checks that release node locks held '
+                    'by dead conductors and fail node actions they left '
+                    'unfinished. 0 disables the check.'),
+    cfg.FloatOpt('fake_action_delay',
+                 default=0.0,
+                 min=0.0,
+                 help='Seconds the fake driver spends in each intermediate '
+                      'provision state (verifying, cleaning, deploying...). '
+                      '0 finishes actions as fast as possible.'),
+    cfg.IntOpt('graceful_shutdown_timeout',
+               default=60,
+               min=0,
+               help='Seconds a stopping conductor waits for work in its '
+                    'pool to finish before it exits. 0 waits forever.'),
+]
+
+
+def register_opts(conf):
+    conf.register_group(opt_group)
+    conf.register_opts(conductor_opts, group=opt_group)

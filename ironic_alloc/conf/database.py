@@ -1,0 +1,22 @@
+from oslo_config import cfg
+from oslo_db import options as db_options
+
+opt_group = cfg.OptGroup(name='database',
+                         title='Options for the database connection')
+
+sqlite_opts = [
+    cfg.IntOpt('sqlite_busy_timeout',
+               default=30000,
+               min=0,
+               help='Milliseconds an SQLite connection waits for the '
+                    'database lock before giving up. Used only with an '
+                    'sqlite:// connection.'),
+]
+
+
+def register_opts(conf):
+    # NOTE: the standalone default is an SQLite file under state_path;
+    # ironic_alloc.db.sqlalchemy.api fills it in when connection is unset.
+    db_options.set_defaults(conf)
+    conf.register_opts(sqlite_opts, group=opt_group)
+

@@ -1,0 +1,42 @@
+import os
+import socket
+
+from oslo_config import cfg
+
+service_opts = [
+    cfg.StrOpt('host',
+               default=socket.gethostname(),
+               sample_default='localhost',
+               help='Name of this host. It identifies a conductor in the '
+                    'conductors table and in RPC topics, so it must be '
+                    'unique among conductors sharing one database.'),
+    cfg.StrOpt('state_path',
+               default=os.path.join(os.path.expanduser('~'), '.local',
+                                    'state', 'ironic-alloc'),
+               sample_default='$HOME/.local/state/ironic-alloc',
+               help='Directory where ironic_alloc keeps its state, such as '
+                    'the default SQLite database of the standalone mode.'),
+    cfg.StrOpt('auth_strategy',
+               default='noauth',
+               choices=[('noauth', 'No authentication: every request is '
+                                   'allowed. For standalone use on a '
+                                   'trusted host only.'),
+                        ('keystone', 'OpenStack Identity tokens through '
+                                     'keystonemiddleware.'),
+                        ('http_basic', 'HTTP basic authentication against '
+                                       'an htpasswd file.')],
+               help='Authentication strategy of the API.'),
+    cfg.StrOpt('rpc_transport',
+               default='oslo',
+               choices=[('oslo', 'oslo.messaging with the transport given '
+                                 'by [DEFAULT]transport_url.')],
+               help='RPC transport between the API and the conductors.'),
+    cfg.StrOpt('pin_release_version',
+               help='Pin RPC and object versions to those of an older '
+                    'release during a rolling upgrade. Empty means the '
+                    'newest versions this code knows.'),
+]
+
+
+def register_opts(conf):
+    conf.register_opts(service_opts)

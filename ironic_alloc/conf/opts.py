@@ -1,0 +1,44 @@
+"""Option lists for oslo-config-generator and the documentation."""
+
+import itertools
+
+from oslo_log import log
+
+from ironic_alloc.conf import api
+from ironic_alloc.conf import conductor
+from ironic_alloc.conf import database
+from ironic_alloc.conf import default
+
+_opts = [
+    ('DEFAULT', default.service_opts),
+    ('api', api.api_opts),
+    ('conductor', conductor.conductor_opts),
+    ('database', database.sqlite_opts),
+]
+
+
+def list_opts():
+    """Return (group, options) pairs of ironic_alloc's own options.
+
+    Library options ([database] connection, [oslo_messaging_*], logging...)
+    come from the libraries' own entry points listed in
+    tools/config/ironic-alloc-config-generator.conf.
+    """
+    return [(group, list(itertools.chain(opts))) for group, opts in _opts]
+
+
+def update_opt_defaults():
+    log.set_defaults(default_log_levels=[
+        'amqp=WARNING',
+        'amqplib=WARNING',
+        'sqlalchemy=WARNING',
+        'oslo_messaging=INFO',
+        'oslo.messaging=INFO',
+        'oslo_db=INFO',
+        'stevedore=INFO',
+        'keystonemiddleware=WARNING',
+        'keystoneauth=WARNING',
+        'urllib3.connectionpool=WARNING',
+        'futurist=INFO',
+        'alembic=INFO',
+    ])

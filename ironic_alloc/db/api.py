@@ -1,0 +1,157 @@
+"""The one database interface of ironic_alloc.
+
+Objects and the conductor's conditional writes go through
+``get_instance()``; nothing else opens sessions.  Every method is
+implemented by ``ironic_alloc.db.sqlalchemy.api.Connection``.
+"""
+
+import abc
+
+from oslo_db import api as db_api
+
+from ironic_alloc.conf import CONF
+
+_BACKEND_MAPPING = {'sqlalchemy': 'ironic_alloc.db.sqlalchemy.api'}
+IMPL = db_api.DBAPI.from_config(CONF, backend_mapping=_BACKEND_MAPPING,
+                                lazy=True)
+
+
+def get_instance():
+    """Return the database API object (a Connection)."""
+    return IMPL
+
+
+class Connection(metaclass=abc.ABCMeta):
+    """Base class for storage system connections."""
+
+    # Nodes
+
+    @abc.abstractmethod
+    def create_node(self, values):
+        """Create a node (and its traits, given as ``values['traits']``).
+
+        :returns: the node model with its traits loaded.
+        :raises: NodeAlreadyExists, DuplicateName, InstanceAssociated.
+        """
+
+    @abc.abstractmethod
+    def get_node_by_id(self, node_id):
+        """:raises: NodeNotFound."""
+
+    @abc.abstractmethod
+    def get_node_by_uuid(self, node_uuid):
+        """:raises: NodeNotFound."""
+
+    @abc.abstractmethod
+    def get_node_by_name(self, node_name):
+        """:raises: NodeNotFound."""
+
+    @abc.abstractmethod
+    def get_node_by_instance(self, instance_uuid):
+        """:raises: NodeNotFound."""
+
+    @abc.abstractmethod
+    def get_node_list(self, filters=None, limit=None, marker=None,
+                      sort_key=None, sort_dir=None):
+        """Return one page of nodes.
+
+        :param filters: dict of filters: provision_state (str or list),
+            resource_class, maintenance (bool), associated (bool), owner,
+            lessee, project (owner or lessee), conductor_group, driver,
+            reserved (bool), reserved_by_any_of (list), fault,
+            retired (bool), description_contains, uuid_in (list).
+        :param marker: the id of the last node of the previous page.
+        :raises: InvalidParameterValue for an unknown sort key.
+        """
+
+    @abc.abstractmethod
+    def update_node(self, node_id, values):
+        """Update a node; ``values['traits']`` is not accepted here.
+
+        :raises: NodeNotFound, DuplicateName, InstanceAssociated.
+        """
+
+    @abc.abstractmethod
+    def destroy_node(self, node_id):
+        """Delete a node and its traits.  :raises: NodeNotFound."""
+
+    @abc.abstractmethod
+    def reserve_node(self, tag, node_id):
+        """Lock a node for a conductor with one conditional UPDATE.
+
+        :param tag: the conductor hostname stored in ``reservation``.
+        :returns: the node.
+        :raises: NodeLocked when another host holds it, NodeNotFound.
+        """
+
+    @abc.abstractmethod
+    def release_node(self, tag, node_id, values=None):
+        """Unlock a node held by ``tag``, applying ``values`` atomically.
+
+        :returns: True when the lock was ours and is released.
+        """
+
+    @abc.abstractmethod
+    def set_node_traits(self, node_id, traits):
+        """Replace a node's traits.  :raises: NodeNotFound."""
+
+    @abc.abstractmethod
+    def add_node_trait(self, node_id, trait):
+        """Add one trait (idempotent).  :raises: NodeNotFound."""
+
+    @abc.abstractmethod
+    def delete_node_trait(self, node_id, trait):
+        """:raises: NodeNotFound, NodeTraitNotFound."""
+
+    @abc.abstractmethod
+    def release_reservations_of_dead_conductors(self, timeout):
+        """Clear ``reservation`` of nodes whose holder is not alive.
+
+        :returns: list of (node_id, hostname, provision_state) released.
+        """
+
+    # Conductors
+
+    @abc.abstractmethod
+    def register_conductor(self, hostname, conductor_group):
+        """Register a conductor process under a new row id.
+
+        A previous row of the same hostname is removed: its allocations are
+        then owned by a dead id and the new process takes them over with
+        the same guarded UPDATE any other conductor would use.
+
+        :returns: the conductor model.
+        """
+
+    @abc.abstractmethod
+    def touch_conductor(self, conductor_id):
+        """Write a heartbeat with the database clock.
+
+        :returns: False when the row is gone (another process of this host
+            registered since), True otherwise.
+        """
+
+    @abc.abstractmethod
+    def unregister_conductor(self, conductor_id):
+        """Mark a conductor offline."""
+
+    @abc.abstractmethod
+    def get_conductor(self, hostname):
+        """:raises: ConductorNotFound."""
+
+    @abc.abstractmethod
+    def get_conductor_list(self, limit=None, marker=None, sort_key=None,
+                           sort_dir=None):
+        """Return conductor models."""
+
+    @abc.abstractmethod
+    def get_alive_conductors(self, timeout, conductor_group=None):
+        """Conductors online whose heartbeat is younger than ``timeout``.
+
+        Ages are computed with the database server's clock.
+        :returns: list of conductor models.
+        """
+
+    @abc.abstractmethod
+    def get_database_time(self):
+        """The database server's current time (naive UTC)."""

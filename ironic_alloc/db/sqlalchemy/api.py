@@ -1,0 +1,483 @@
+"""SQLAlchemy implementation of ironic_alloc.db.api.Connection."""
+
+import datetime
+import functools
+import os
+import threading
+
+from oslo_db import api as oslo_db_api
+from oslo_db import exception as db_exc
+from oslo_db.sqlalchemy import enginefacade
+from oslo_db.sqlalchemy import utils as db_utils
+from oslo_log import log
+from oslo_utils import uuidutils
+import sqlalchemy as sa
+from sqlalchemy import event
+from sqlalchemy.ext import compiler as sa_compiler
+from sqlalchemy import orm
+
+from ironic_alloc.common import exception
+from ironic_alloc.conf import CONF
+from ironic_alloc.db import api
+from ironic_alloc.db.sqlalchemy import models
+
+LOG = log.getLogger(__name__)
+
+_CONTEXT = threading.local()
+# NOTE: set while a writer transaction starts on this thread, so SQLite
+# begins it with BEGIN IMMEDIATE (see _configure_sqlite).
+_WRITE_INTENT = threading.local()
+_configured = threading.Lock()
+_is_configured = False
+
+
+def get_backend():
+    """The backend is this module itself (oslo.db's DBAPI contract)."""
+    return Connection()
+
+
+def default_connection():
+    """The standalone default: an SQLite file under [DEFAULT]state_path."""
+    return 'sqlite:///%s' % os.path.join(CONF.state_path,
+                                         'ironic-alloc.sqlite')
+
+
+def _configure_engine_facade():
+    global _is_configured
+    with _configured:
+        if _is_configured:
+            return
+        if not CONF.database.connection:
+            os.makedirs(CONF.state_path, exist_ok=True)
+            CONF.set_default('connection', default_connection(),
+                             group='database')
+        _is_configured = True
+
+
+def get_engine():
+    _configure_engine_facade()
+    return enginefacade.writer.get_engine()
+
+
+class utc_now(sa.sql.expression.FunctionElement):
+    """The database server's current UTC time as a naive timestamp."""
+    type = sa.DateTime()
+    inherit_cache = True
+
+
+@sa_compiler.compiles(utc_now)
+def _utc_now_default(element, compiler, **kw):
+    return 'CURRENT_TIMESTAMP'
+
+
+@sa_compiler.compiles(utc_now, 'postgresql')
+def _utc_now_postgresql(element, compiler, **kw):
+    return "(now() AT TIME ZONE 'UTC')"
+
+
+@sa_compiler.compiles(utc_now, 'mysql')
+def _utc_now_mysql(element, compiler, **kw):
+    return 'UTC_TIMESTAMP(6)'
+
+
+@sa_compiler.compiles(utc_now, 'sqlite')
+def _utc_now_sqlite(element, compiler, **kw):
+    return "strftime('%Y-%m-%d %H:%M:%f', 'now')"
+
+
+@event.listens_for(sa.engine.Engine, 'connect')
+def _configure_sqlite(dbapi_conn, connection_record):
+    if type(dbapi_conn).__module__.split('.')[0] != 'sqlite3':
+        return
+    # NOTE: WAL lets readers run beside the one writer, and the busy
+    # timeout makes writers queue for the lock instead of failing.
+    cur = dbapi_conn.cursor()
+    cur.execute('PRAGMA busy_timeout = %d' % CONF.database.sqlite_busy_timeout)
+    try:
+        cur.execute('PRAGMA journal_mode = WAL')
+    except Exception:  # in-memory databases have no WAL; fine
+        pass
+    cur.close()
+
+
+@event.listens_for(sa.engine.Engine, 'before_cursor_execute', retval=True)
+def _begin_immediate_for_writers(conn, cursor, statement, parameters,
+                                 context, executemany):
+    # NOTE: oslo.db begins SQLite transactions itself with a plain BEGIN.
+    # A writer must take the write lock up front (BEGIN IMMEDIATE): a
+    # deferred transaction that reads and then writes fails at once with
+    # "database is locked" when another writer committed meanwhile, and the
+    # busy timeout cannot help it.
+    if (statement == 'BEGIN' and conn.dialect.name == 'sqlite'
+            and getattr(_WRITE_INTENT, 'value', False)):
+        statement = 'BEGIN IMMEDIATE'
+    return statement, parameters
+
+
+def _is_sqlite_locked(exc):
+    return isinstance(exc, db_exc.DBError) and \
+        'database is locked' in str(exc)
+
+
+def retry_on_conflict(f):
+    """Retry a whole writer transaction on deadlock or SQLite lock."""
+    return oslo_db_api.wrap_db_retry(
+        max_retries=8, retry_on_deadlock=True, retry_interval=0.05,
+        max_retry_interval=1, inc_retry_interval=True,
+        exception_checker=_is_sqlite_locked)(f)
+
+
+def _session_for_read():
+    _configure_engine_facade()
+    return enginefacade.reader.using(_CONTEXT)
+
+
+class _WriterSession:
+    """enginefacade's writer, telling SQLite to begin IMMEDIATE."""
+
+    def __enter__(self):
+        _configure_engine_facade()
+        self._outer = getattr(_WRITE_INTENT, 'value', False)
+        _WRITE_INTENT.value = True
+        self._cm = enginefacade.writer.using(_CONTEXT)
+        return self._cm.__enter__()
+
+    def __exit__(self, *exc_info):
+        try:
+            return self._cm.__exit__(*exc_info)
+        finally:
+            _WRITE_INTENT.value = self._outer
+
+
+def _session_for_write():
+    return _WriterSession()
+
+
+def _paginate_query(model, limit, marker, sort_key, sort_dir, query):
+    sort_keys = ['id']
+    if sort_key and sort_key not in sort_keys:
+        sort_keys.insert(0, sort_key)
+    try:
+        query = db_utils.paginate_query(query, model, limit, sort_keys,
+                                        marker=marker, sort_dir=sort_dir)
+    except db_exc.InvalidSortKey:
+        raise exception.InvalidParameterValue(
+            err='The sort_key value "%s" is an invalid field for sorting'
+            % sort_key)
+    return query.all()
+
+
+def _node_unique_violation(exc, values):
+    columns = exc.columns or []
+    if 'name' in columns or 'uniq_nodes0name' in columns:
+        return exception.DuplicateName(name=values.get('name'))
+    if 'instance_uuid' in columns or 'uniq_nodes0instance_uuid' in columns:
+        return exception.InstanceAssociated(
+            instance_uuid=values.get('instance_uuid'),
+            node=values.get('uuid') or values.get('id'))
+    return exception.NodeAlreadyExists(uuid=values.get('uuid'))
+
+
+_NODE_LIST_FILTERS = ('provision_state', 'resource_class', 'maintenance',
+                      'associated', 'owner', 'lessee', 'project',
+                      'conductor_group', 'driver', 'reserved',
+                      'reserved_by_any_of', 'fault', 'retired',
+                      'description_contains', 'uuid_in', 'instance_uuid')
+
+
+def _filter_nodes(query, filters):
+    unknown = set(filters) - set(_NODE_LIST_FILTERS)
+    if unknown:
+        raise ValueError('Unknown node filters: %s' % sorted(unknown))
+    m = models.Node
+    for key in ('resource_class', 'owner', 'lessee', 'driver', 'fault',
+                'instance_uuid'):
+        if key in filters:
+            query = query.filter(getattr(m, key) == filters[key])
+    if 'conductor_group' in filters:
+        query = query.filter(
+            sa.func.lower(m.conductor_group) ==
+            filters['conductor_group'].lower())
+    if 'provision_state' in filters:
+        states = filters['provision_state']
+        if isinstance(states, (list, tuple, set)):
+            query = query.filter(m.provision_state.in_(list(states)))
+        else:
+            query = query.filter(m.provision_state == states)
+    for key in ('maintenance', 'retired'):
+        if key in filters:
+            query = query.filter(getattr(m, key) == bool(filters[key]))
+    if 'associated' in filters:
+        if filters['associated']:
+            query = query.filter(m.instance_uuid.isnot(None))
+        else:
+            query = query.filter(m.instance_uuid.is_(None))
+    if 'reserved' in filters:
+        if filters['reserved']:
+            query = query.filter(m.reservation.isnot(None))
+        else:
+            query = query.filter(m.reservation.is_(None))
+    if 'reserved_by_any_of' in filters:
+        query = query.filter(
+            m.reservation.in_(list(filters['reserved_by_any_of'])))
+    if 'project' in filters:
+        query = query.filter(sa.or_(m.owner == filters['project'],
+                                    m.lessee == filters['project']))
+    if 'description_contains' in filters:
+        # NOTE: user text is matched literally: % and _ are escaped.
+        query = query.filter(m.description.contains(
+            filters['description_contains'], autoescape=True))
+    if 'uuid_in' in filters:
+        query = query.filter(m.uuid.in_(list(filters['uuid_in'])))
+    return query
+
+
+class Connection(api.Connection):
+
+    # Nodes
+
+    @retry_on_conflict
+    def create_node(self, values):
+        values = dict(values)
+        traits = values.pop('traits', None) or []
+        values.setdefault('uuid', uuidutils.generate_uuid())
+        node = models.Node()
+        node.update(values)
+        node.traits = [models.NodeTrait(trait=t) for t in sorted(set(traits))]
+        try:
+            with _session_for_write() as session:
+                session.add(node)
+                session.flush()
+        except db_exc.DBDuplicateEntry as exc:
+            raise _node_unique_violation(exc, values)
+        return self.get_node_by_uuid(values['uuid'])
+
+    def _get_node(self, **criteria):
+        with _session_for_read() as session:
+            node = session.query(models.Node).filter_by(**criteria).first()
+            if node is None:
+                raise exception.NodeNotFound(
+                    node=next(iter(criteria.values())))
+            return node
+
+    def get_node_by_id(self, node_id):
+        return self._get_node(id=node_id)
+
+    def get_node_by_uuid(self, node_uuid):
+        return self._get_node(uuid=node_uuid)
+
+    def get_node_by_name(self, node_name):
+        return self._get_node(name=node_name)
+
+    def get_node_by_instance(self, instance_uuid):
+        if not uuidutils.is_uuid_like(instance_uuid):
+            raise exception.InvalidUUID(uuid=instance_uuid)
+        try:
+            return self._get_node(instance_uuid=instance_uuid)
+        except exception.NodeNotFound:
+            raise exception.NodeNotFound(
+                node='with instance %s' % instance_uuid)
+
+    def get_node_list(self, filters=None, limit=None, marker=None,
+                      sort_key=None, sort_dir=None):
+        with _session_for_read() as session:
+            query = _filter_nodes(session.query(models.Node), filters or {})
+            marker_obj = None
+            if marker is not None:
+                marker_obj = session.get(models.Node, marker)
+            return _paginate_query(models.Node, limit, marker_obj, sort_key,
+                                   sort_dir, query)
+
+    @retry_on_conflict
+    def update_node(self, node_id, values):
+        if 'traits' in values:
+            raise ValueError('Traits are changed with set_node_traits')
+        if 'uuid' in values:
+            raise exception.InvalidParameterValue(
+                err='Cannot overwrite UUID for an existing node.')
+        try:
+            with _session_for_write() as session:
+                node = session.query(models.Node).filter_by(
+                    id=node_id).with_for_update().first()
+                if node is None:
+                    raise exception.NodeNotFound(node=node_id)
+                if 'provision_state' in values:
+                    values = dict(values,
+                                  provision_updated_at=datetime.datetime.now(
+                                      datetime.timezone.utc).replace(
+                                          tzinfo=None))
+                node.update(values)
+                session.flush()
+        except db_exc.DBDuplicateEntry as exc:
+            raise _node_unique_violation(exc, dict(values, id=node_id))
+        return self.get_node_by_id(node_id)
+
+    @retry_on_conflict
+    def destroy_node(self, node_id):
+        with _session_for_write() as session:
+            session.query(models.NodeTrait).filter_by(
+                node_id=node_id).delete()
+            count = session.query(models.Node).filter_by(
+                id=node_id).delete()
+            if not count:
+                raise exception.NodeNotFound(node=node_id)
+
+    @retry_on_conflict
+    def reserve_node(self, tag, node_id):
+        with _session_for_write() as session:
+            count = session.query(models.Node).filter_by(
+                id=node_id, reservation=None).update(
+                    {'reservation': tag}, synchronize_session=False)
+            if count != 1:
+                node = session.query(models.Node).filter_by(
+                    id=node_id).first()
+                if node is None:
+                    raise exception.NodeNotFound(node=node_id)
+                raise exception.NodeLocked(node=node.uuid,
+                                           host=node.reservation)
+        return self.get_node_by_id(node_id)
+
+    @retry_on_conflict
+    def release_node(self, tag, node_id, values=None):
+        values = dict(values or {}, reservation=None)
+        if 'provision_state' in values:
+            values['provision_updated_at'] = datetime.datetime.now(
+                datetime.timezone.utc).replace(tzinfo=None)
+        with _session_for_write() as session:
+            count = session.query(models.Node).filter_by(
+                id=node_id, reservation=tag).update(
+                    values, synchronize_session=False)
+        return count == 1
+
+    @retry_on_conflict
+    def set_node_traits(self, node_id, traits):
+        with _session_for_write() as session:
+            if not session.query(models.Node.id).filter_by(
+                    id=node_id).first():
+                raise exception.NodeNotFound(node=node_id)
+            session.query(models.NodeTrait).filter_by(
+                node_id=node_id).delete()
+            for trait in sorted(set(traits)):
+                session.add(models.NodeTrait(node_id=node_id, trait=trait))
+            # NOTE: bump updated_at so clients see the node changed.
+            session.query(models.Node).filter_by(id=node_id).update(
+                {'updated_at': datetime.datetime.now(
+                    datetime.timezone.utc).replace(tzinfo=None)},
+                synchronize_session=False)
+
+    @retry_on_conflict
+    def add_node_trait(self, node_id, trait):
+        with _session_for_write() as session:
+            if not session.query(models.Node.id).filter_by(
+                    id=node_id).first():
+                raise exception.NodeNotFound(node=node_id)
+            exists = session.query(models.NodeTrait).filter_by(
+                node_id=node_id, trait=trait).first()
+            if not exists:
+                session.add(models.NodeTrait(node_id=node_id, trait=trait))
+
+    @retry_on_conflict
+    def delete_node_trait(self, node_id, trait):
+        with _session_for_write() as session:
+            if not session.query(models.Node.id).filter_by(
+                    id=node_id).first():
+                raise exception.NodeNotFound(node=node_id)
+            count = session.query(models.NodeTrait).filter_by(
+                node_id=node_id, trait=trait).delete()
+            if not count:
+                raise exception.NodeTraitNotFound(node_id=node_id,
+                                                  trait=trait)
+
+    @retry_on_conflict
+    def release_reservations_of_dead_conductors(self, timeout):
+        alive = [c.hostname for c in self.get_alive_conductors(timeout)]
+        released = []
+        with _session_for_write() as session:
+            query = session.query(models.Node).filter(
+                models.Node.reservation.isnot(None))
+            if alive:
+                query = query.filter(models.Node.reservation.notin_(alive))
+            for node in query.with_for_update():
+                released.append((node.id, node.reservation,
+                                 node.provision_state))
+                node.reservation = None
+        return released
+
+    # Conductors
+
+    @retry_on_conflict
+    def register_conductor(self, hostname, conductor_group):
+        with _session_for_write() as session:
+            session.query(models.Conductor).filter_by(
+                hostname=hostname).delete()
+            session.flush()
+            conductor = models.Conductor(
+                hostname=hostname, conductor_group=conductor_group,
+                online=True)
+            session.add(conductor)
+            session.flush()
+            session.query(models.Conductor).filter_by(
+                id=conductor.id).update({'heartbeat_at': utc_now()},
+                                        synchronize_session=False)
+            conductor_id = conductor.id
+        with _session_for_read() as session:
+            return session.get(models.Conductor, conductor_id)
+
+    @retry_on_conflict
+    def touch_conductor(self, conductor_id):
+        with _session_for_write() as session:
+            count = session.query(models.Conductor).filter_by(
+                id=conductor_id).update(
+                    {'heartbeat_at': utc_now(), 'online': True},
+                    synchronize_session=False)
+        return count == 1
+
+    @retry_on_conflict
+    def unregister_conductor(self, conductor_id):
+        with _session_for_write() as session:
+            session.query(models.Conductor).filter_by(
+                id=conductor_id).update({'online': False},
+                                        synchronize_session=False)
+
+    def get_conductor(self, hostname):
+        with _session_for_read() as session:
+            conductor = session.query(models.Conductor).filter_by(
+                hostname=hostname).first()
+            if conductor is None:
+                raise exception.ConductorNotFound(conductor=hostname)
+            return conductor
+
+    def get_conductor_list(self, limit=None, marker=None, sort_key=None,
+                           sort_dir=None):
+        with _session_for_read() as session:
+            marker_obj = None
+            if marker is not None:
+                marker_obj = session.get(models.Conductor, marker)
+            return _paginate_query(models.Conductor, limit, marker_obj,
+                                   sort_key, sort_dir,
+                                   session.query(models.Conductor))
+
+    def get_alive_conductors(self, timeout, conductor_group=None):
+        with _session_for_read() as session:
+            now = session.execute(sa.select(utc_now())).scalar()
+            now = _as_datetime(now)
+            threshold = now - datetime.timedelta(seconds=timeout)
+            query = session.query(models.Conductor).filter(
+                models.Conductor.online.is_(True),
+                models.Conductor.heartbeat_at >= threshold)
+            if conductor_group is not None:
+                query = query.filter(
+                    sa.func.lower(models.Conductor.conductor_group) ==
+                    conductor_group.lower())
+            return query.order_by(models.Conductor.id).all()
+
+    def get_database_time(self):
+        with _session_for_read() as session:
+            return _as_datetime(session.execute(sa.select(utc_now())).scalar())
+
+
+def _as_datetime(value):
+    # NOTE: SQLite returns text for expressions, other backends datetimes.
+    if isinstance(value, str):
+        return datetime.datetime.fromisoformat(value)
+    return value.replace(tzinfo=None) if value.tzinfo else value

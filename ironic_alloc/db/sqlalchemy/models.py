@@ -1,0 +1,128 @@
+"""SQLAlchemy models; the alembic migrations must produce exactly these."""
+
+from oslo_db.sqlalchemy import models
+from oslo_db.sqlalchemy import types as db_types
+import sqlalchemy as sa
+from sqlalchemy import orm
+
+
+def table_args():
+    return {'mysql_engine': 'InnoDB', 'mysql_charset': 'utf8mb4'}
+
+
+class IronicAllocBase(models.TimestampMixin, models.ModelBase):
+
+    def as_dict(self):
+        return {c.name: getattr(self, c.name)
+                for c in self.__table__.columns}
+
+
+Base = orm.declarative_base(cls=IronicAllocBase)
+
+
+class Conductor(Base):
+    """One row per running conductor process.
+
+    A restarted conductor gets a new row id (see db.api.register_conductor),
+    so ``allocations.conductor_affinity`` names one process, never a host.
+    """
+
+    __tablename__ = 'conductors'
+    __table_args__ = (
+        sa.UniqueConstraint('hostname', name='uniq_conductors0hostname'),
+        dict(sqlite_autoincrement=True, **table_args()),
+    )
+    id = sa.Column(sa.Integer, primary_key=True, autoincrement=True)
+    hostname = sa.Column(sa.String(255), nullable=False)
+    conductor_group = sa.Column(sa.String(255), nullable=False,
+                                server_default='', default='')
+    online = sa.Column(sa.Boolean, nullable=False, default=True)
+    # NOTE: written with the database server's clock, never the conductor's,
+    # so liveness does not depend on clock agreement between hosts.
+    heartbeat_at = sa.Column(sa.DateTime, nullable=True)
+
+
+class Node(Base):
+    __tablename__ = 'nodes'
+    __table_args__ = (
+        sa.UniqueConstraint('uuid', name='uniq_nodes0uuid'),
+        sa.UniqueConstraint('name', name='uniq_nodes0name'),
+        sa.UniqueConstraint('instance_uuid', name='uniq_nodes0instance_uuid'),
+        # NOTE: the candidate search of an allocation is an equality match on
+        # these three columns followed by a range scan on uuid (a random
+        # pivot spreads concurrent allocations), so one index answers it.
+        sa.Index('nodes_candidate_idx', 'resource_class', 'provision_state',
+                 'maintenance', 'uuid'),
+        sa.Index('nodes_conductor_group_idx', 'conductor_group'),
+        sa.Index('nodes_reservation_idx', 'reservation'),
+        sa.Index('nodes_owner_idx', 'owner'),
+        sa.Index('nodes_lessee_idx', 'lessee'),
+        sa.Index('nodes_allocation_id_idx', 'allocation_id'),
+        table_args(),
+    )
+    id = sa.Column(sa.Integer, primary_key=True)
+    uuid = sa.Column(sa.String(36), nullable=False)
+    name = sa.Column(sa.String(255), nullable=True)
+    driver = sa.Column(sa.String(255), nullable=False)
+    resource_class = sa.Column(sa.String(80), nullable=True)
+    description = sa.Column(sa.Text, nullable=True)
+    properties = sa.Column(db_types.JsonEncodedDict, nullable=True)
+    extra = sa.Column(db_types.JsonEncodedDict, nullable=True)
+    driver_info = sa.Column(db_types.JsonEncodedDict, nullable=True)
+    driver_internal_info = sa.Column(db_types.JsonEncodedDict, nullable=True)
+    instance_info = sa.Column(db_types.JsonEncodedDict, nullable=True)
+    instance_uuid = sa.Column(sa.String(36), nullable=True)
+    # NOTE: the hardware interface names and the rarely used structured
+    # fields of the Bare Metal API are stored, shown and patchable, but
+    # nothing acts on them: no hardware is driven by this service.
+    interfaces = sa.Column(db_types.JsonEncodedDict, nullable=True)
+    chassis_uuid = sa.Column(sa.String(36), nullable=True)
+    provision_state = sa.Column(sa.String(15), nullable=True)
+    target_provision_state = sa.Column(sa.String(15), nullable=True)
+    provision_updated_at = sa.Column(sa.DateTime, nullable=True)
+    power_state = sa.Column(sa.String(15), nullable=True)
+    target_power_state = sa.Column(sa.String(15), nullable=True)
+    maintenance = sa.Column(sa.Boolean, nullable=False, default=False)
+    maintenance_reason = sa.Column(sa.Text, nullable=True)
+    fault = sa.Column(sa.String(255), nullable=True)
+    last_error = sa.Column(sa.Text, nullable=True)
+    reservation = sa.Column(sa.String(255), nullable=True)
+    conductor_affinity = sa.Column(sa.Integer, nullable=True)
+    conductor_group = sa.Column(sa.String(255), nullable=False,
+                                server_default='', default='')
+    owner = sa.Column(sa.String(255), nullable=True)
+    lessee = sa.Column(sa.String(255), nullable=True)
+    protected = sa.Column(sa.Boolean, nullable=False, default=False)
+    protected_reason = sa.Column(sa.Text, nullable=True)
+    retired = sa.Column(sa.Boolean, nullable=False, default=False)
+    retired_reason = sa.Column(sa.Text, nullable=True)
+    automated_clean = sa.Column(sa.Boolean, nullable=True)
+    console_enabled = sa.Column(sa.Boolean, nullable=False, default=False)
+    raid_config = sa.Column(db_types.JsonEncodedDict, nullable=True)
+    target_raid_config = sa.Column(db_types.JsonEncodedDict, nullable=True)
+    clean_step = sa.Column(db_types.JsonEncodedDict, nullable=True)
+    deploy_step = sa.Column(db_types.JsonEncodedDict, nullable=True)
+    network_data = sa.Column(db_types.JsonEncodedDict, nullable=True)
+    boot_mode = sa.Column(sa.String(16), nullable=True)
+    secure_boot = sa.Column(sa.Boolean, nullable=True)
+    inspection_started_at = sa.Column(sa.DateTime, nullable=True)
+    inspection_finished_at = sa.Column(sa.DateTime, nullable=True)
+    allocation_id = sa.Column(sa.Integer, nullable=True)
+
+    traits = orm.relationship('NodeTrait', lazy='selectin',
+                              cascade='all, delete-orphan',
+                              passive_deletes=True)
+
+
+class NodeTrait(Base):
+    __tablename__ = 'node_traits'
+    __table_args__ = (
+        # NOTE: (trait, node_id) lets "has trait T" be an index probe inside
+        # the candidate query.
+        sa.Index('node_traits_idx', 'trait', 'node_id'),
+        table_args(),
+    )
+    node_id = sa.Column(sa.Integer, sa.ForeignKey('nodes.id',
+                                                  ondelete='CASCADE'),
+                        primary_key=True, nullable=False)
+    trait = sa.Column(sa.String(255), primary_key=True, nullable=False)

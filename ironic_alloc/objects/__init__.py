@@ -1,0 +1,6 @@
+"""Versioned objects; ``register_all()`` imports every object module."""
+
+
+def register_all():
+    __import__('ironic_alloc.objects.conductor')
+    __import__('ironic_alloc.objects.node')

@@ -1,0 +1,54 @@
+"""Common base of ironic_alloc's versioned objects."""
+
+from oslo_utils import versionutils
+from oslo_versionedobjects import base as object_base
+
+from ironic_alloc import objects
+
+
+class IronicAllocObjectRegistry(object_base.VersionedObjectRegistry):
+
+    def registration_hook(self, cls, index):
+        # NOTE: keep ironic_alloc.objects.<Name> pointing at the newest
+        # registered version of each object.
+        version = versionutils.convert_version_to_tuple(cls.VERSION)
+        existing = getattr(objects, cls.obj_name(), None)
+        if existing is None or version >= versionutils.\
+                convert_version_to_tuple(existing.VERSION):
+            setattr(objects, cls.obj_name(), cls)
+
+
+class IronicAllocObject(object_base.VersionedObject,
+                        object_base.VersionedObjectDictCompat):
+    OBJ_SERIAL_NAMESPACE = 'ironic_alloc_object'
+    OBJ_PROJECT_NAMESPACE = 'ironic_alloc'
+
+    fields = {}
+
+    def as_dict(self):
+        return {k: getattr(self, k) for k in self.fields
+                if self.obj_attr_is_set(k)}
+
+    @staticmethod
+    def _from_db_object(context, obj, db_object, skip=()):
+        """Fill ``obj`` from a database model, field by field."""
+        for field in obj.fields:
+            if field in skip:
+                continue
+            obj[field] = getattr(db_object, field)
+        obj._context = context
+        obj.obj_reset_changes()
+        return obj
+
+    @classmethod
+    def _from_db_object_list(cls, context, db_objects):
+        return [cls._from_db_object(context, cls(), db_obj)
+                for db_obj in db_objects]
+
+    def do_version_changes_for_db(self):
+        """The changed fields as a dict of column values."""
+        return self.obj_get_changes()
+
+
+class IronicAllocObjectSerializer(object_base.VersionedObjectSerializer):
+    OBJ_BASE_CLASS = IronicAllocObject

@@ -176,7 +176,7 @@ class NodeInMaintenance(Conflict):
                 '%(node)s because it\'s in maintenance mode.')
 
 
-class NodeProtected(Conflict):
+class NodeProtected(HTTPForbidden):
     _msg_fmt = 'Node %(node)s is protected and cannot be undeployed, ' \
                'rebuilt or deleted'
 

@@ -104,10 +104,16 @@ class Connection(metaclass=abc.ABCMeta):
         """:raises: NodeNotFound, NodeTraitNotFound."""
 
     @abc.abstractmethod
-    def release_reservations_of_dead_conductors(self, timeout):
-        """Clear ``reservation`` of nodes whose holder is not alive.
+    def release_dead_reservations(self, timeout, abandoned_states,
+                                  hostname=None):
+        """Release node locks whose holder is dead, failing its actions.
 
-        :returns: list of (node_id, hostname, provision_state) released.
+        :param timeout: heartbeat age after which a conductor is dead.
+        :param abandoned_states: dict mapping a working provision state to
+            the state a node abandoned in it ends in.
+        :param hostname: release the locks of this host instead (a
+            restarted conductor releasing what its previous run held).
+        :returns: list of (node uuid, holder, provision state) released.
         """
 
     # Conductors

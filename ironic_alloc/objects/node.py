@@ -172,5 +172,32 @@ class Node(base.IronicAllocObject):
         self.dbapi.delete_node_trait(self.id, trait)
         self.refresh()
 
+    # Locks: ``reservation`` holds the hostname of the conductor changing
+    # the node; taking it is one conditional UPDATE.
+
+    @classmethod
+    def reserve(cls, context, tag, node_id):
+        """Lock a node for conductor ``tag``.
+
+        :returns: the locked node.
+        :raises: NodeLocked, NodeNotFound.
+        """
+        return cls._from_db_object(context, cls(),
+                                   cls.dbapi.reserve_node(tag, node_id))
+
+    def release(self, tag, values=None):
+        """Unlock the node, writing ``values`` in the same UPDATE.
+
+        :returns: False when the lock was no longer ours.
+        """
+        return self.dbapi.release_node(tag, self.id, values)
+
+    @classmethod
+    def release_dead_reservations(cls, timeout, abandoned_states,
+                                  hostname=None):
+        """See db.api.Connection.release_dead_reservations."""
+        return cls.dbapi.release_dead_reservations(
+            timeout, abandoned_states, hostname=hostname)
+
     def get_interface(self, name):
         return (self.interfaces or {}).get(name)

@@ -389,17 +389,33 @@ class Connection(api.Connection):
                                                   trait=trait)
 
     @retry_on_conflict
-    def release_reservations_of_dead_conductors(self, timeout):
-        alive = [c.hostname for c in self.get_alive_conductors(timeout)]
+    def release_dead_reservations(self, timeout, abandoned_states,
+                                  hostname=None):
+        if hostname is None:
+            alive = [c.hostname for c in self.get_alive_conductors(timeout)]
         released = []
         with _session_for_write() as session:
             query = session.query(models.Node).filter(
                 models.Node.reservation.isnot(None))
-            if alive:
+            if hostname is not None:
+                query = query.filter(models.Node.reservation == hostname)
+            elif alive:
                 query = query.filter(models.Node.reservation.notin_(alive))
             for node in query.with_for_update():
-                released.append((node.id, node.reservation,
+                released.append((node.uuid, node.reservation,
                                  node.provision_state))
+                if node.provision_state in abandoned_states:
+                    node.last_error = (
+                        'Conductor %s stopped while the node was %s; the '
+                        'action was abandoned.' % (node.reservation,
+                                                   node.provision_state))
+                    node.provision_state = abandoned_states[
+                        node.provision_state]
+                    node.target_provision_state = None
+                    node.provision_updated_at = datetime.datetime.now(
+                        datetime.timezone.utc).replace(tzinfo=None)
+                if node.target_power_state is not None:
+                    node.target_power_state = None
                 node.reservation = None
         return released
 

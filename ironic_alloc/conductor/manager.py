@@ -1,0 +1,129 @@
+"""RPC endpoints of the conductor: thin, they lock, check and delegate."""
+
+from oslo_log import log
+import oslo_messaging as messaging
+
+from ironic_alloc.common import exception
+from ironic_alloc.conductor import nodes
+from ironic_alloc.conductor import provisioning
+from ironic_alloc.conductor import task
+
+LOG = log.getLogger(__name__)
+
+# Errors that are answers to the caller, not conductor faults: they are not
+# logged with a traceback.
+_EXPECTED = (exception.IronicAllocException,)
+
+
+class ConductorManager:
+    """RPC endpoint; see rpcapi.ConductorAPI for the contract."""
+
+    # NOTE: must equal rpcapi.RPC_API_VERSION.
+    RPC_API_VERSION = '1.0'
+    target = messaging.Target(version=RPC_API_VERSION)
+
+    def __init__(self, service):
+        self.service = service
+        self.host = service.host
+
+    @messaging.expected_exceptions(*_EXPECTED)
+    def update_node(self, context, node_obj):
+        changes = node_obj.obj_get_changes()
+        changes.pop('traits', None)
+        with task.node_lock(context, node_obj.id, self.host) as lock:
+            nodes.check_update(lock.node, changes)
+            node = lock.node
+            node.update(changes)
+            node.save()
+        node.reservation = None
+        node.obj_reset_changes(['reservation'])
+        return node
+
+    @messaging.expected_exceptions(*_EXPECTED)
+    def destroy_node(self, context, node_id):
+        with task.node_lock(context, node_id, self.host) as lock:
+            nodes.check_destroy(lock.node)
+            lock.node.destroy()
+            lock.handoff()  # the row is gone: nothing to release
+        LOG.info('Node %s deleted', lock.node.uuid)
+
+    @messaging.expected_exceptions(*_EXPECTED)
+    def set_node_traits(self, context, node_id, traits):
+        with task.node_lock(context, node_id, self.host) as lock:
+            lock.node.set_traits(traits)
+
+    @messaging.expected_exceptions(*_EXPECTED)
+    def add_node_trait(self, context, node_id, trait):
+        with task.node_lock(context, node_id, self.host) as lock:
+            lock.node.add_trait(trait)
+
+    @messaging.expected_exceptions(*_EXPECTED)
+    def remove_node_trait(self, context, node_id, trait):
+        with task.node_lock(context, node_id, self.host) as lock:
+            lock.node.remove_trait(trait)
+
+    @messaging.expected_exceptions(*_EXPECTED)
+    def do_provisioning_action(self, context, node_id, action,
+                               configdrive=None):
+        with task.node_lock(context, node_id, self.host) as lock:
+            transition = provisioning.plan_action(lock.node, action)
+            LOG.info('Node %(node)s: %(action)s from %(state)s',
+                     {'node': lock.node.uuid, 'action': action,
+                      'state': lock.node.provision_state})
+            if transition.working == transition.success:
+                lock.release({'provision_state': transition.success,
+                              'target_provision_state': None,
+                              'last_error': None})
+                lock.handoff()
+                return
+            rollback = {'provision_state': lock.node.provision_state,
+                        'target_provision_state':
+                            lock.node.target_provision_state}
+            lock.node.update(provisioning.start_values(transition))
+            lock.node.save()
+            self.service.spawn_with_lock(
+                lock, rollback, self._finish_provisioning, context, lock,
+                action, transition)
+
+    @messaging.expected_exceptions(*_EXPECTED)
+    def change_node_power_state(self, context, node_id, new_state):
+        provisioning.check_power_target(new_state)
+        with task.node_lock(context, node_id, self.host) as lock:
+            lock.node.target_power_state = \
+                provisioning.power_target(new_state)
+            lock.node.save()
+            self.service.spawn_with_lock(
+                lock, {'target_power_state': None}, self._finish_power,
+                lock, new_state)
+
+    # Workers (run on the service's pool, holding the node lock)
+
+    def _finish_provisioning(self, context, lock, action, transition):
+        node = lock.node
+
+        def write_intermediate(values):
+            node.update(values)
+            node.save()
+
+        try:
+            values = provisioning.finish_values(node, action, transition,
+                                                on_state=write_intermediate)
+        except Exception as exc:
+            LOG.exception('Node %(node)s: %(action)s failed',
+                          {'node': node.uuid, 'action': action})
+            values = {'provision_state': transition.failure,
+                      'target_provision_state': None,
+                      'last_error': '%s failed: %s' % (action, exc)}
+        lock.release(values)
+        LOG.info('Node %(node)s: %(action)s finished in %(state)s',
+                 {'node': node.uuid, 'action': action,
+                  'state': values['provision_state']})
+
+    def _finish_power(self, lock, new_state):
+        try:
+            values = provisioning.power_values(new_state)
+        except Exception as exc:
+            LOG.exception('Node %s: power action failed', lock.node.uuid)
+            values = {'target_power_state': None,
+                      'last_error': 'Power action failed: %s' % exc}
+        lock.release(values)

@@ -1,0 +1,182 @@
+"""The conductor service: registration, heartbeat, RPC server, worker pool
+and periodic tasks, all on native threads."""
+
+import threading
+
+import futurist
+from futurist import periodics
+from futurist import rejection
+from oslo_log import log
+import oslo_messaging as messaging
+
+from ironic_alloc.common import context as ia_context
+from ironic_alloc.common import exception
+from ironic_alloc.common import rpc
+from ironic_alloc.common import states
+from ironic_alloc.conductor import manager
+from ironic_alloc.conf import CONF
+from ironic_alloc.objects import conductor as conductor_obj
+from ironic_alloc.objects import node as node_obj
+
+LOG = log.getLogger(__name__)
+
+
+class ConductorService:
+    """One conductor process (or the conductor half of the standalone one).
+
+    start() registers the conductor under a new row id, serves RPC and runs
+    periodic tasks; stop() stops taking work, lets the pool drain and marks
+    the conductor offline.
+    """
+
+    def __init__(self, host=None):
+        self.host = host or CONF.host
+        self.context = ia_context.get_admin_context()
+        self.conductor = None
+        self.stopped = threading.Event()
+        self._stopping = threading.Event()
+        self._rpc_server = None
+        self._pool = None
+        self._periodic_worker = None
+        self._periodic_thread = None
+        self._heartbeat_thread = None
+
+    # Life cycle
+
+    def start(self):
+        self.conductor = conductor_obj.Conductor.register(
+            self.context, self.host, CONF.conductor.conductor_group)
+        LOG.info('Conductor %(host)s registered with id %(id)s',
+                 {'host': self.host, 'id': self.conductor.id})
+        # NOTE: locks this host held before a restart belong to threads
+        # that no longer exist; release them and fail their actions.
+        released = node_obj.Node.release_dead_reservations(
+            CONF.conductor.heartbeat_timeout, states.ABANDONED_TO,
+            hostname=self.host)
+        for uuid, _host, state in released:
+            LOG.warning('Released the lock of node %(node)s left by a '
+                        'previous run of this host (state %(state)s)',
+                        {'node': uuid, 'state': state})
+
+        size = CONF.conductor.workers_pool_size
+        self._pool = futurist.ThreadPoolExecutor(
+            max_workers=size,
+            check_and_reject=rejection.reject_when_reached(size))
+        self.manager = manager.ConductorManager(self)
+
+        self._heartbeat_thread = threading.Thread(
+            target=self._heartbeat_loop, name='heartbeat', daemon=True)
+        self._heartbeat_thread.start()
+
+        self._start_periodics()
+
+        target = messaging.Target(topic=rpc.CONDUCTOR_TOPIC,
+                                  server=self.host)
+        self._rpc_server = rpc.get_server(target, [self.manager])
+        self._rpc_server.start()
+        LOG.info('Conductor %s started', self.host)
+
+    def stop(self, graceful=True):
+        """Stop serving; with ``graceful`` wait for running work first."""
+        if self._stopping.is_set():
+            self.stopped.wait()
+            return
+        self._stopping.set()
+        LOG.info('Conductor %s stopping', self.host)
+        if self._rpc_server is not None:
+            try:
+                self._rpc_server.stop()
+                self._rpc_server.wait()
+            except Exception:
+                LOG.exception('Stopping the RPC server failed')
+        if self._periodic_worker is not None:
+            self._periodic_worker.stop()
+            self._periodic_worker.wait()
+            self._periodic_thread.join()
+        if self._pool is not None:
+            self._pool.shutdown(wait=graceful)
+        if self._heartbeat_thread is not None:
+            self._heartbeat_thread.join()
+        if self.conductor is not None:
+            try:
+                self.conductor.unregister()
+            except Exception:
+                LOG.exception('Could not mark conductor %s offline',
+                              self.host)
+        LOG.info('Conductor %s stopped', self.host)
+        self.stopped.set()
+
+    def reload(self):
+        """Re-read mutable options (SIGHUP)."""
+        CONF.mutate_config_files()
+        LOG.info('Conductor %s reloaded its mutable options', self.host)
+
+    # Work
+
+    def spawn_with_lock(self, lock, rollback, func, *args):
+        """Run ``func`` on the pool; it inherits the node lock.
+
+        :param rollback: node values restored when the pool is full.
+        :raises: NoFreeConductorWorker.
+        """
+        try:
+            self._pool.submit(func, *args)
+        except futurist.RejectedSubmission:
+            lock.node.update(rollback)
+            lock.node.save()
+            raise exception.NoFreeConductorWorker()
+        lock.handoff()
+
+    # Heartbeat and periodic tasks
+
+    def _heartbeat_loop(self):
+        interval = CONF.conductor.heartbeat_interval
+        while not self._stopping.wait(interval):
+            try:
+                alive = self.conductor.touch()
+            except Exception:
+                LOG.exception('Heartbeat of conductor %s failed; retrying',
+                              self.host)
+                continue
+            if not alive:
+                # NOTE: another process registered this hostname: this one
+                # is stale and its conditional writes fail from now on.
+                LOG.error('Conductor %s was replaced by a newer process '
+                          'of the same host; stopping', self.host)
+                threading.Thread(target=self.stop, args=(False,),
+                                 daemon=True).start()
+                return
+
+    def _periodic_tasks(self):
+        tasks = []
+        if CONF.conductor.sync_local_state_interval:
+            tasks.append(periodics.periodic(
+                CONF.conductor.sync_local_state_interval)(
+                    self._release_dead_locks))
+        return tasks
+
+    def _start_periodics(self):
+        tasks = [(t, None, None) for t in self._periodic_tasks()]
+        if not tasks:
+            return
+        # NOTE: periodic tasks get their own small pool so a busy worker
+        # pool never delays take-over and lock recovery.
+        self._periodic_worker = periodics.PeriodicWorker(
+            tasks, executor_factory=lambda: futurist.ThreadPoolExecutor(
+                max_workers=2))
+        self._periodic_thread = threading.Thread(
+            target=self._periodic_worker.start, name='periodics',
+            daemon=True)
+        self._periodic_thread.start()
+
+    def _release_dead_locks(self):
+        try:
+            released = node_obj.Node.release_dead_reservations(
+                CONF.conductor.heartbeat_timeout, states.ABANDONED_TO)
+        except Exception:
+            LOG.exception('Releasing locks of dead conductors failed')
+            return
+        for uuid, host, state in released:
+            LOG.warning('Released the lock of node %(node)s held by dead '
+                        'conductor %(host)s (state %(state)s)',
+                        {'node': uuid, 'host': host, 'state': state})

@@ -133,6 +133,15 @@ class ConductorNotFound(NotFound):
     _msg_fmt = 'Conductor %(conductor)s could not be found.'
 
 
+class DriverNotFound(NotFound):
+    _msg_fmt = ('Could not find the following driver(s) or hardware '
+                'type(s): %(driver_name)s.')
+
+
+class PortNotFound(NotFound):
+    _msg_fmt = 'Port %(port)s could not be found.'
+
+
 class AllocationNotFound(NotFound):
     _msg_fmt = 'Allocation %(allocation)s could not be found.'
 

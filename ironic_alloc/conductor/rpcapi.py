@@ -68,15 +68,33 @@ class ConductorAPI:
 
         :raises: NoValidHost when no conductor of the group is alive.
         """
-        alive = self._alive(context, node.conductor_group or '')
-        if not alive:
+        return self.conductor_for_node(
+            node, self._alive(context, node.conductor_group or ''))
+
+    @staticmethod
+    def conductor_for_node(node, alive):
+        """The conductor serving ``node`` among preloaded live conductors.
+
+        Lets a caller that shows many nodes load the live conductors once.
+
+        :param alive: live Conductor objects (of any groups).
+        :raises: NoValidHost when no conductor of the node's group is in
+            ``alive``.
+        """
+        group = (node.conductor_group or '').lower()
+        hostnames = sorted(c.hostname for c in alive
+                           if (c.conductor_group or '').lower() == group)
+        if not hostnames:
             raise exception.NoValidHost(
                 reason='no conductor of conductor group "%s" is alive'
                 % (node.conductor_group or ''))
-        hostnames = sorted(c.hostname for c in alive)
         digest = hashlib.md5(node.uuid.encode(),
                              usedforsecurity=False).hexdigest()
         return hostnames[int(digest, 16) % len(hostnames)]
+
+    def list_alive_conductors(self, context):
+        """All live conductors, for conductor_for_node()."""
+        return self._alive(context)
 
     def get_random_conductor(self, context):
         """Any live conductor.  :raises: NoValidHost when none is alive."""

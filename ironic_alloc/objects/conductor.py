@@ -41,6 +41,14 @@ class Conductor(base.IronicAllocObject):
                 timeout, conductor_group=conductor_group))
 
     @classmethod
+    def database_time(cls, context):
+        """The database server's clock; also a cheap reachability probe.
+
+        :raises: oslo_db DBError subclasses when the database is down.
+        """
+        return cls.dbapi.get_database_time()
+
+    @classmethod
     def register(cls, context, hostname, conductor_group):
         """Register this process; it gets a new row id (see db.api)."""
         return cls._from_db_object(

@@ -9,6 +9,7 @@ import threading
 
 from oslo_log import log
 import oslo_messaging as messaging
+from oslo_messaging import opts as messaging_opts
 from oslo_messaging.rpc import dispatcher
 
 from ironic_alloc.common import context as ia_context
@@ -25,6 +26,16 @@ _LOCK = threading.Lock()
 ALLOWED_EXMODS = ['ironic_alloc.common.exception']
 
 CONDUCTOR_TOPIC = 'ironic_alloc.conductor_manager'
+
+
+def register_opts(conf=CONF):
+    # NOTE: registered up front (oslo.messaging would do it lazily) so that
+    # [DEFAULT]transport_url can be read and overridden before init().
+    for group, opts in messaging_opts.list_opts():
+        conf.register_opts(opts, group=group)
+
+
+register_opts()
 
 
 def init(conf=CONF):

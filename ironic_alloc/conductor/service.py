@@ -148,11 +148,11 @@ class ConductorService:
                 return
 
     def _periodic_tasks(self):
+        """Periodic tasks enabled by the configuration (0 disables one)."""
         tasks = []
         if CONF.conductor.sync_local_state_interval:
-            tasks.append(periodics.periodic(
-                CONF.conductor.sync_local_state_interval)(
-                    self._release_dead_locks))
+            tasks.append(_periodic(CONF.conductor.sync_local_state_interval,
+                                   self._release_dead_locks))
         return tasks
 
     def _start_periodics(self):
@@ -180,3 +180,12 @@ class ConductorService:
             LOG.warning('Released the lock of node %(node)s held by dead '
                         'conductor %(host)s (state %(state)s)',
                         {'node': uuid, 'host': host, 'state': state})
+
+
+def _periodic(spacing, func):
+    """A futurist periodic task calling ``func`` every ``spacing`` s."""
+    @periodics.periodic(spacing)
+    def task():
+        func()
+    task.__name__ = func.__name__
+    return task

@@ -206,6 +206,16 @@ class AllocationAlreadyExists(Conflict):
     _msg_fmt = 'Allocation with UUID %(uuid)s already exists.'
 
 
+class AllocationLost(Conflict):
+    _msg_fmt = ('Allocation %(allocation)s was deleted, finished or taken '
+                'over by another conductor.')
+
+
+class NodeChanged(Conflict):
+    _msg_fmt = ('Node %(node)s changed while the request was processed: '
+                '%(reason)s. Please retry.')
+
+
 # 5xx
 
 class TemporaryFailure(IronicAllocException):

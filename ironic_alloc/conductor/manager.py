@@ -4,9 +4,11 @@ from oslo_log import log
 import oslo_messaging as messaging
 
 from ironic_alloc.common import exception
+from ironic_alloc.conductor import allocations
 from ironic_alloc.conductor import nodes
 from ironic_alloc.conductor import provisioning
 from ironic_alloc.conductor import task
+from ironic_alloc.objects import allocation as allocation_obj
 
 LOG = log.getLogger(__name__)
 
@@ -33,6 +35,12 @@ class ConductorManager:
         with task.node_lock(context, node_obj.id, self.host) as lock:
             nodes.check_update(lock.node, changes)
             node = lock.node
+            if ('instance_uuid' in changes and not changes['instance_uuid']
+                    and node.allocation_id):
+                # NOTE: removing the instance removes its allocation.
+                allocations.destroy(context, allocation_obj.Allocation.
+                                    get_by_id(context, node.allocation_id))
+                node.refresh()
             node.update(changes)
             node.save()
         node.reservation = None
@@ -96,6 +104,15 @@ class ConductorManager:
                 lock, {'target_power_state': None}, self._finish_power,
                 lock, new_state)
 
+    def create_allocation(self, context, allocation_id):
+        """Cast: the row exists already; start working on it."""
+        self.service.start_allocation(allocation_id)
+
+    @messaging.expected_exceptions(*_EXPECTED)
+    def destroy_allocation(self, context, allocation_id):
+        allocations.destroy(context, allocation_obj.Allocation.get_by_id(
+            context, allocation_id))
+
     # Workers (run on the service's pool, holding the node lock)
 
     def _finish_provisioning(self, context, lock, action, transition):
@@ -108,6 +125,10 @@ class ConductorManager:
         try:
             values = provisioning.finish_values(node, action, transition,
                                                 on_state=write_intermediate)
+            if action == 'undeploy' and node.allocation_id:
+                # NOTE: tear-down ends the allocation (rebuild keeps it).
+                allocation_obj.Allocation.get_by_id(
+                    context, node.allocation_id).destroy()
         except Exception as exc:
             LOG.exception('Node %(node)s: %(action)s failed',
                           {'node': node.uuid, 'action': action})

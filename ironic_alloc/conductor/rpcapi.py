@@ -3,7 +3,7 @@
 API version history:
 
     1.0 - Initial version: node updates, deletion, traits, provision and
-          power actions.
+          power actions, allocation creation (cast) and deletion (call).
 """
 
 import hashlib
@@ -176,3 +176,30 @@ class ConductorAPI:
         return self._prepare_call(host).call(
             context, 'change_node_power_state', node_id=node_id,
             new_state=new_state)
+
+    # Allocations
+
+    def create_allocation(self, context, allocation_id, host):
+        """Wake conductor ``host`` up to process an allocation (a cast).
+
+        The allocation row is already committed with conductor_affinity =
+        that conductor, which re-drives it periodically, so a lost cast only
+        delays it: transport errors are logged, never raised.
+        """
+        try:
+            self.client.prepare(server=host).cast(
+                context, 'create_allocation', allocation_id=allocation_id)
+        except Exception as exc:
+            LOG.warning('Cast of allocation %(id)s to %(host)s failed '
+                        '(%(exc)s); the conductor re-drives it from the '
+                        'database', {'id': allocation_id, 'host': host,
+                                     'exc': exc})
+
+    @_wrap_transport_errors
+    def destroy_allocation(self, context, allocation_id, host):
+        """Delete an allocation and free its node (a call).
+
+        :raises: AllocationNotFound, InvalidState, ConductorUnreachable.
+        """
+        return self._prepare_call(host).call(
+            context, 'destroy_allocation', allocation_id=allocation_id)

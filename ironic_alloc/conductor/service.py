@@ -1,6 +1,7 @@
 """The conductor service: registration, heartbeat, RPC server, worker pool
 and periodic tasks, all on native threads."""
 
+import random
 import threading
 
 import futurist
@@ -13,8 +14,11 @@ from ironic_alloc.common import context as ia_context
 from ironic_alloc.common import exception
 from ironic_alloc.common import rpc
 from ironic_alloc.common import states
+from ironic_alloc.conductor import allocations
 from ironic_alloc.conductor import manager
+from ironic_alloc.conductor import rpcapi
 from ironic_alloc.conf import CONF
+from ironic_alloc.db import api as db_api
 from ironic_alloc.objects import conductor as conductor_obj
 from ironic_alloc.objects import node as node_obj
 
@@ -40,6 +44,8 @@ class ConductorService:
         self._periodic_worker = None
         self._periodic_thread = None
         self._heartbeat_thread = None
+        self._in_flight = set()
+        self._in_flight_lock = threading.Lock()
 
     # Life cycle
 
@@ -95,6 +101,8 @@ class ConductorService:
             self._periodic_thread.join()
         if self._pool is not None:
             self._pool.shutdown(wait=graceful)
+        if graceful and self.conductor is not None:
+            self._hand_back_allocations()
         if self._heartbeat_thread is not None:
             self._heartbeat_thread.join()
         if self.conductor is not None:
@@ -127,6 +135,95 @@ class ConductorService:
             raise exception.NoFreeConductorWorker()
         lock.handoff()
 
+    # Allocations
+
+    def start_allocation(self, allocation_id):
+        """Work on an allocation unless that work is already in flight.
+
+        A full pool leaves the allocation for the next re-drive pass.
+        """
+        with self._in_flight_lock:
+            if allocation_id in self._in_flight or self._stopping.is_set():
+                return False
+            self._in_flight.add(allocation_id)
+        try:
+            future = self._pool.submit(allocations.do_allocate, self.context,
+                                       allocation_id, self.conductor.id)
+        except (futurist.RejectedSubmission, RuntimeError):
+            with self._in_flight_lock:
+                self._in_flight.discard(allocation_id)
+            LOG.warning('No free worker for allocation %s; it waits for '
+                        'the next re-drive', allocation_id)
+            return False
+        future.add_done_callback(
+            lambda f: self._allocation_done(allocation_id, f))
+        return True
+
+    def _allocation_done(self, allocation_id, future):
+        with self._in_flight_lock:
+            self._in_flight.discard(allocation_id)
+        if future.exception() is not None:
+            LOG.error('Processing allocation %(id)s failed; it is retried '
+                      'by the next re-drive: %(exc)s',
+                      {'id': allocation_id, 'exc': future.exception()})
+
+    def _redrive_allocations(self):
+        """Restart work on this conductor's allocating rows (the database
+        is the source of truth; casts only wake us up earlier)."""
+        for allocation_id in db_api.get_instance().get_allocating_ids(
+                self.conductor.id):
+            self.start_allocation(allocation_id)
+
+    def _take_over_allocations(self):
+        dbapi = db_api.get_instance()
+        alive = conductor_obj.Conductor.list_alive(
+            self.context, CONF.conductor.heartbeat_timeout)
+        alive_ids = [c.id for c in alive]
+        if self.conductor.id not in alive_ids:
+            # NOTE: our own heartbeat is late: we may be the dead one.
+            return
+        for allocation_id, owner in dbapi.get_orphan_allocations(alive_ids):
+            if dbapi.take_over_allocation(allocation_id, owner,
+                                          self.conductor.id):
+                LOG.info('Took over allocation %(id)s from dead conductor '
+                         '%(owner)s', {'id': allocation_id, 'owner': owner})
+                self.start_allocation(allocation_id)
+        if CONF.conductor.error_allocation_max_age:
+            purged = dbapi.purge_error_allocations(
+                CONF.conductor.error_allocation_max_age)
+            if purged:
+                LOG.info('Purged %d old allocations in state error', purged)
+
+    def _hand_back_allocations(self):
+        """Give unfinished allocations to a live peer at once, instead of
+        leaving them until our heartbeat times out."""
+        dbapi = db_api.get_instance()
+        try:
+            left = dbapi.get_allocating_ids(self.conductor.id)
+            if not left:
+                return
+            peers = [c for c in conductor_obj.Conductor.list_alive(
+                self.context, CONF.conductor.heartbeat_timeout)
+                if c.id != self.conductor.id]
+            if not peers:
+                LOG.warning('%d allocations stay with this stopped '
+                            'conductor: no live peer to hand them to; they '
+                            'resume when it restarts or a peer takes them '
+                            'over', len(left))
+                return
+            client = rpcapi.ConductorAPI()
+            for allocation_id in left:
+                peer = random.choice(peers)
+                if dbapi.take_over_allocation(allocation_id,
+                                              self.conductor.id, peer.id):
+                    client.create_allocation(self.context, allocation_id,
+                                             peer.hostname)
+            LOG.info('Handed %d unfinished allocations to live peers',
+                     len(left))
+        except Exception:
+            LOG.exception('Handing back allocations failed; peers take '
+                          'them over after the heartbeat timeout')
+
     # Heartbeat and periodic tasks
 
     def _heartbeat_loop(self):
@@ -149,7 +246,11 @@ class ConductorService:
 
     def _periodic_tasks(self):
         """Periodic tasks enabled by the configuration (0 disables one)."""
-        tasks = []
+        tasks = [_periodic(CONF.conductor.allocation_redrive_interval,
+                           self._redrive_allocations, run_immediately=True)]
+        if CONF.conductor.check_allocations_interval:
+            tasks.append(_periodic(CONF.conductor.check_allocations_interval,
+                                   self._take_over_allocations))
         if CONF.conductor.sync_local_state_interval:
             tasks.append(_periodic(CONF.conductor.sync_local_state_interval,
                                    self._release_dead_locks))
@@ -157,8 +258,6 @@ class ConductorService:
 
     def _start_periodics(self):
         tasks = [(t, None, None) for t in self._periodic_tasks()]
-        if not tasks:
-            return
         # NOTE: periodic tasks get their own small pool so a busy worker
         # pool never delays take-over and lock recovery.
         self._periodic_worker = periodics.PeriodicWorker(
@@ -182,10 +281,16 @@ class ConductorService:
                         {'node': uuid, 'host': host, 'state': state})
 
 
-def _periodic(spacing, func):
-    """A futurist periodic task calling ``func`` every ``spacing`` s."""
-    @periodics.periodic(spacing)
+def _periodic(spacing, func, run_immediately=False):
+    """A futurist periodic task calling ``func`` every ``spacing`` s.
+
+    Errors are logged and the task keeps running.
+    """
+    @periodics.periodic(spacing, run_immediately=run_immediately)
     def task():
-        func()
+        try:
+            func()
+        except Exception:
+            LOG.exception('Periodic task %s failed', func.__name__)
     task.__name__ = func.__name__
     return task

@@ -40,6 +40,39 @@ conductor_opts = [
                  help='Seconds the fake driver spends in each intermediate '
                       'provision state (verifying, cleaning, deploying...). '
                       '0 finishes actions as fast as possible.'),
+    cfg.IntOpt('check_allocations_interval',
+               default=60,
+               min=0,
+               help='Seconds between checks for allocating allocations '
+                    'whose conductor is dead (no heartbeat for '
+                    '[conductor]heartbeat_timeout); each one found is '
+                    'taken over by exactly one live conductor. 0 disables '
+                    'the check.'),
+    cfg.IntOpt('allocation_redrive_interval',
+               default=5,
+               min=1,
+               help='Seconds between passes in which a conductor restarts '
+                    'work on its own allocating allocations that have no '
+                    'work in flight (their RPC cast was lost, or the worker '
+                    'pool was full). Bounds how long a lost message delays '
+                    'an allocation.'),
+    cfg.IntOpt('allocation_candidate_batch',
+               default=16,
+               min=1,
+               help='How many candidate nodes one allocation attempt reads '
+                    'from the database at a time.'),
+    cfg.IntOpt('allocation_attempts',
+               default=5,
+               min=1,
+               help='How many candidate searches an allocation makes when '
+                    'every candidate it found was taken by a concurrent '
+                    'allocation before it fails.'),
+    cfg.IntOpt('error_allocation_max_age',
+               default=0,
+               min=0,
+               help='Seconds after which allocations in state error are '
+                    'deleted by the periodic allocation check. 0 keeps '
+                    'them until a client deletes them.'),
     cfg.IntOpt('graceful_shutdown_timeout',
                default=60,
                min=0,

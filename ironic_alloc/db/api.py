@@ -116,6 +116,130 @@ class Connection(metaclass=abc.ABCMeta):
         :returns: list of (node uuid, holder, provision state) released.
         """
 
+    # Allocations
+
+    @abc.abstractmethod
+    def create_allocation(self, values):
+        """Create an allocation (normally state allocating).
+
+        :raises: AllocationAlreadyExists, AllocationDuplicateName,
+            InstanceAssociated when the uuid is a node's instance_uuid.
+        """
+
+    @abc.abstractmethod
+    def backfill_allocation(self, values, node_id, node_states):
+        """Create an active allocation for an already deployed node.
+
+        One transaction: the node must still be in ``node_states``, have no
+        allocation and no other instance.
+
+        :raises: NodeAssociated (409) when the node changed meanwhile, and
+            the create_allocation errors.
+        """
+
+    @abc.abstractmethod
+    def get_allocation_by_id(self, allocation_id):
+        """:raises: AllocationNotFound."""
+
+    @abc.abstractmethod
+    def get_allocation_by_uuid(self, allocation_uuid):
+        """:raises: AllocationNotFound."""
+
+    @abc.abstractmethod
+    def get_allocation_by_name(self, name):
+        """:raises: AllocationNotFound."""
+
+    @abc.abstractmethod
+    def get_allocation_list(self, filters=None, limit=None, marker=None,
+                            sort_key=None, sort_dir=None):
+        """One page of allocations.
+
+        :param filters: state, resource_class, node_id, owner,
+            conductor_affinity, id_in.
+        :param marker: id of the last allocation of the previous page.
+        """
+
+    @abc.abstractmethod
+    def update_allocation(self, allocation_id, values):
+        """Update user fields (name, extra).
+
+        :raises: AllocationNotFound, AllocationDuplicateName.
+        """
+
+    @abc.abstractmethod
+    def destroy_allocation(self, allocation_id, node_states=None):
+        """Delete an allocation and free its node in one transaction.
+
+        :param node_states: when given, the node must be in one of these
+            provision states or in maintenance.
+        :raises: AllocationNotFound, InvalidState.
+        """
+
+    @abc.abstractmethod
+    def get_allocation_candidates(self, criteria, limit, pivot=None,
+                                  name=None):
+        """Ids of nodes matching an allocation, in one indexed query.
+
+        :param criteria: dict with resource_class, traits, candidate_uuids,
+            owner.
+        :param pivot: a uuid; nodes are returned in uuid order starting at
+            it, wrapping around, so concurrent allocations start at
+            different places of the index.
+        :param name: return only the node with this name.
+        :returns: list of node ids.
+        """
+
+    @abc.abstractmethod
+    def explain_no_candidates(self, criteria):
+        """Which constraint left an allocation with no candidate.
+
+        :returns: a sentence for the allocation's last_error.
+        """
+
+    @abc.abstractmethod
+    def reserve_node_for_allocation(self, allocation_id, conductor_id,
+                                    node_id, criteria):
+        """Bind a node to an allocation, or do nothing.
+
+        One transaction of two conditional UPDATEs: the allocation must be
+        allocating and owned by ``conductor_id``; the node must still match
+        every criterion and be free and unlocked.
+
+        :returns: True when the node was reserved, False when the node was
+            no longer a candidate.
+        :raises: AllocationLost when the allocation was deleted, finished
+            or taken over.
+        """
+
+    @abc.abstractmethod
+    def fail_allocation(self, allocation_id, conductor_id, last_error):
+        """Set state error, conditional on ownership.
+
+        :returns: False when the allocation is no longer ours.
+        """
+
+    @abc.abstractmethod
+    def take_over_allocation(self, allocation_id, old_conductor_id,
+                             new_conductor_id):
+        """Conditional UPDATE of conductor_affinity from old to new.
+
+        :returns: True for the one conductor that wins.
+        """
+
+    @abc.abstractmethod
+    def get_allocating_ids(self, conductor_id):
+        """Ids of allocating allocations owned by a conductor."""
+
+    @abc.abstractmethod
+    def get_orphan_allocations(self, alive_ids):
+        """(id, conductor_affinity) of allocating allocations whose owner
+        is not among ``alive_ids``."""
+
+    @abc.abstractmethod
+    def purge_error_allocations(self, older_than):
+        """Delete error allocations not updated since ``older_than``
+        seconds (database clock).  :returns: the number deleted."""
+
     # Conductors
 
     @abc.abstractmethod

@@ -1,7 +1,6 @@
 """SQLAlchemy implementation of ironic_alloc.db.api.Connection."""
 
 import datetime
-import functools
 import os
 import threading
 
@@ -14,9 +13,9 @@ from oslo_utils import uuidutils
 import sqlalchemy as sa
 from sqlalchemy import event
 from sqlalchemy.ext import compiler as sa_compiler
-from sqlalchemy import orm
 
 from ironic_alloc.common import exception
+from ironic_alloc.common import states
 from ironic_alloc.conf import CONF
 from ironic_alloc.db import api
 from ironic_alloc.db.sqlalchemy import models
@@ -185,6 +184,23 @@ _NODE_LIST_FILTERS = ('provision_state', 'resource_class', 'maintenance',
                       'description_contains', 'uuid_in', 'instance_uuid')
 
 
+_NO_CANDIDATE_REASONS = {
+    'resource class': 'no node has resource class "%(resource_class)s"',
+    'availability': 'no node of resource class "%(resource_class)s" is '
+                    'available (provision state available, not in '
+                    'maintenance, with a power state, no instance and no '
+                    'allocation)',
+    'candidate nodes': 'none of the candidate nodes %(candidate_uuids)s is '
+                       'an available node of resource class '
+                       '"%(resource_class)s"',
+    'owner': 'no available node of resource class "%(resource_class)s" '
+             'is owned or leased by "%(owner)s"',
+    'traits': 'no available node of resource class "%(resource_class)s" '
+              'that passed the other constraints has all the traits '
+              '%(traits)s',
+}
+
+
 def _filter_nodes(query, filters):
     unknown = set(filters) - set(_NODE_LIST_FILTERS)
     if unknown:
@@ -315,6 +331,10 @@ class Connection(api.Connection):
     @retry_on_conflict
     def destroy_node(self, node_id):
         with _session_for_write() as session:
+            # NOTE: a node deleted in maintenance takes its allocation
+            # with it, in the same transaction.
+            session.query(models.Allocation).filter_by(
+                node_id=node_id).delete()
             session.query(models.NodeTrait).filter_by(
                 node_id=node_id).delete()
             count = session.query(models.Node).filter_by(
@@ -419,11 +439,296 @@ class Connection(api.Connection):
                 node.reservation = None
         return released
 
+    # Allocations
+
+    @retry_on_conflict
+    def create_allocation(self, values):
+        values = dict(values)
+        values.setdefault('uuid', uuidutils.generate_uuid())
+        values.setdefault('state', states.ALLOCATING)
+        with _session_for_write() as session:
+            self._insert_allocation(session, values)
+        return self.get_allocation_by_uuid(values['uuid'])
+
+    @staticmethod
+    def _insert_allocation(session, values):
+        node = session.query(models.Node.uuid).filter_by(
+            instance_uuid=values['uuid']).first()
+        if node is not None:
+            raise exception.InstanceAssociated(
+                instance_uuid=values['uuid'], node=node.uuid)
+        allocation = models.Allocation()
+        allocation.update(values)
+        try:
+            session.add(allocation)
+            session.flush()
+        except db_exc.DBDuplicateEntry as exc:
+            columns = exc.columns or []
+            if 'name' in columns or 'uniq_allocations0name' in columns:
+                raise exception.AllocationDuplicateName(
+                    name=values.get('name'))
+            raise exception.AllocationAlreadyExists(uuid=values['uuid'])
+        return allocation
+
+    @retry_on_conflict
+    def backfill_allocation(self, values, node_id, node_states):
+        values = dict(values, state=states.ALLOCATION_ACTIVE,
+                      node_id=node_id)
+        values.setdefault('uuid', uuidutils.generate_uuid())
+        with _session_for_write() as session:
+            allocation = self._insert_allocation(session, values)
+            m = models.Node
+            count = session.query(m).filter(
+                m.id == node_id,
+                m.provision_state.in_(list(node_states)),
+                m.allocation_id.is_(None),
+                sa.or_(m.instance_uuid.is_(None),
+                       m.instance_uuid == values['uuid']),
+            ).update({'allocation_id': allocation.id,
+                      'instance_uuid': values['uuid']},
+                     synchronize_session=False)
+            if count != 1:
+                raise exception.NodeChanged(
+                    node=node_id, reason='it is no longer deployed or it '
+                    'got an allocation or instance')
+        return self.get_allocation_by_uuid(values['uuid'])
+
+    def _get_allocation(self, **criteria):
+        with _session_for_read() as session:
+            allocation = session.query(models.Allocation).filter_by(
+                **criteria).first()
+            if allocation is None:
+                raise exception.AllocationNotFound(
+                    allocation=next(iter(criteria.values())))
+            return allocation
+
+    def get_allocation_by_id(self, allocation_id):
+        return self._get_allocation(id=allocation_id)
+
+    def get_allocation_by_uuid(self, allocation_uuid):
+        return self._get_allocation(uuid=allocation_uuid)
+
+    def get_allocation_by_name(self, name):
+        return self._get_allocation(name=name)
+
+    def get_allocation_list(self, filters=None, limit=None, marker=None,
+                            sort_key=None, sort_dir=None):
+        filters = dict(filters or {})
+        with _session_for_read() as session:
+            query = session.query(models.Allocation)
+            id_in = filters.pop('id_in', None)
+            if id_in is not None:
+                query = query.filter(models.Allocation.id.in_(list(id_in)))
+            for key, value in filters.items():
+                if key not in ('state', 'resource_class', 'node_id', 'owner',
+                               'conductor_affinity'):
+                    raise ValueError('Unknown allocation filter %s' % key)
+                query = query.filter(getattr(models.Allocation, key) == value)
+            marker_obj = None
+            if marker is not None:
+                marker_obj = session.get(models.Allocation, marker)
+            return _paginate_query(models.Allocation, limit, marker_obj,
+                                   sort_key, sort_dir, query)
+
+    @retry_on_conflict
+    def update_allocation(self, allocation_id, values):
+        try:
+            with _session_for_write() as session:
+                count = session.query(models.Allocation).filter_by(
+                    id=allocation_id).update(values,
+                                             synchronize_session=False)
+                if not count:
+                    raise exception.AllocationNotFound(
+                        allocation=allocation_id)
+        except db_exc.DBDuplicateEntry:
+            raise exception.AllocationDuplicateName(name=values.get('name'))
+        return self.get_allocation_by_id(allocation_id)
+
+    @retry_on_conflict
+    def destroy_allocation(self, allocation_id, node_states=None):
+        with _session_for_write() as session:
+            # NOTE: lock order is allocation, then node, as in
+            # reserve_node_for_allocation, so the two never deadlock.
+            allocation = session.query(models.Allocation).filter_by(
+                id=allocation_id).with_for_update().first()
+            if allocation is None:
+                raise exception.AllocationNotFound(allocation=allocation_id)
+            node = None
+            if allocation.node_id is not None:
+                node = session.query(models.Node).filter_by(
+                    id=allocation.node_id).with_for_update().first()
+            if (node is not None and node_states is not None
+                    and not node.maintenance
+                    and node.provision_state not in node_states):
+                raise exception.InvalidState(
+                    'Cannot remove allocation %(alloc)s since node %(node)s '
+                    'is in provision state "%(state)s" and not in '
+                    'maintenance' % {'alloc': allocation.uuid,
+                                     'node': node.uuid,
+                                     'state': node.provision_state})
+            session.delete(allocation)
+            if node is not None and node.allocation_id == allocation.id:
+                node.allocation_id = None
+                if node.instance_uuid == allocation.uuid:
+                    node.instance_uuid = None
+                    info = dict(node.instance_info or {})
+                    info.pop('traits', None)
+                    node.instance_info = info
+
+    @staticmethod
+    def _candidate_filters(criteria, upto=None):
+        """WHERE clauses of the candidate search, in explanation order.
+
+        :returns: list of (constraint name, [clauses]).
+        """
+        m = models.Node
+        groups = [
+            ('resource class', [m.resource_class ==
+                                criteria['resource_class']]),
+            ('availability', [m.provision_state == 'available',
+                              m.maintenance.is_(False),
+                              m.power_state.isnot(None),
+                              m.instance_uuid.is_(None),
+                              m.allocation_id.is_(None)]),
+        ]
+        if criteria.get('candidate_uuids'):
+            groups.append(('candidate nodes',
+                           [m.uuid.in_(criteria['candidate_uuids'])]))
+        if criteria.get('owner'):
+            groups.append(('owner', [sa.or_(m.owner == criteria['owner'],
+                                            m.lessee == criteria['owner'])]))
+        if criteria.get('traits'):
+            trait_clauses = []
+            for trait in sorted(set(criteria['traits'])):
+                trait_clauses.append(sa.exists().where(
+                    models.NodeTrait.node_id == m.id,
+                    models.NodeTrait.trait == trait))
+            groups.append(('traits', trait_clauses))
+        return groups
+
+    def get_allocation_candidates(self, criteria, limit, pivot=None,
+                                  name=None):
+        clauses = [c for _name, group in self._candidate_filters(criteria)
+                   for c in group]
+        m = models.Node
+        with _session_for_read() as session:
+            base = session.query(m.id).filter(*clauses)
+            if name is not None:
+                return [row.id for row in base.filter(m.name == name)]
+            if pivot is None:
+                return [row.id for row in
+                        base.order_by(m.uuid).limit(limit)]
+            # NOTE: two range scans of the candidate index from a random
+            # pivot instead of ORDER BY random(), which reads every row.
+            ids = [row.id for row in base.filter(m.uuid >= pivot).order_by(
+                m.uuid).limit(limit)]
+            if len(ids) < limit:
+                ids += [row.id for row in base.filter(
+                    m.uuid < pivot).order_by(m.uuid).limit(limit - len(ids))]
+            return ids
+
+    def explain_no_candidates(self, criteria):
+        groups = self._candidate_filters(criteria)
+        applied = []
+        with _session_for_read() as session:
+            for name, group in groups:
+                applied.extend(group)
+                found = session.query(models.Node.id).filter(
+                    *applied).limit(1).first()
+                if found is None:
+                    return _NO_CANDIDATE_REASONS[name] % criteria
+        return ('all matching nodes were reserved by concurrent '
+                'allocations or locked by other operations')
+
+    @retry_on_conflict
+    def reserve_node_for_allocation(self, allocation_id, conductor_id,
+                                    node_id, criteria):
+        m = models.Node
+        with _session_for_write() as session:
+            allocation = session.query(models.Allocation).filter_by(
+                id=allocation_id, state=states.ALLOCATING,
+                conductor_affinity=conductor_id).with_for_update().first()
+            if allocation is None:
+                raise exception.AllocationLost(allocation=allocation_id)
+            clauses = [c for _n, group in self._candidate_filters(criteria)
+                       for c in group]
+            # NOTE: the guard. Every candidate condition is re-checked by
+            # the UPDATE itself, so a node changed or taken since the
+            # search is never reserved, and two allocations never get the
+            # same node.
+            count = session.query(m).filter(
+                m.id == node_id, m.reservation.is_(None), *clauses).update(
+                    {'allocation_id': allocation_id,
+                     'instance_uuid': allocation.uuid},
+                    synchronize_session=False)
+            if count != 1:
+                return False
+            if criteria.get('traits'):
+                node = session.query(m).filter_by(id=node_id).one()
+                node.instance_info = dict(node.instance_info or {},
+                                          traits=sorted(criteria['traits']))
+            allocation.node_id = node_id
+            allocation.state = states.ALLOCATION_ACTIVE
+            allocation.last_error = None
+        return True
+
+    @retry_on_conflict
+    def fail_allocation(self, allocation_id, conductor_id, last_error):
+        with _session_for_write() as session:
+            count = session.query(models.Allocation).filter_by(
+                id=allocation_id, state=states.ALLOCATING,
+                conductor_affinity=conductor_id).update(
+                    {'state': states.ALLOCATION_ERROR,
+                     'last_error': last_error},
+                    synchronize_session=False)
+        return count == 1
+
+    @retry_on_conflict
+    def take_over_allocation(self, allocation_id, old_conductor_id,
+                             new_conductor_id):
+        with _session_for_write() as session:
+            count = session.query(models.Allocation).filter_by(
+                id=allocation_id, state=states.ALLOCATING,
+                conductor_affinity=old_conductor_id).update(
+                    {'conductor_affinity': new_conductor_id},
+                    synchronize_session=False)
+        return count == 1
+
+    def get_allocating_ids(self, conductor_id):
+        with _session_for_read() as session:
+            return [row.id for row in session.query(
+                models.Allocation.id).filter_by(
+                    state=states.ALLOCATING,
+                    conductor_affinity=conductor_id)]
+
+    def get_orphan_allocations(self, alive_ids):
+        a = models.Allocation
+        with _session_for_read() as session:
+            query = session.query(a.id, a.conductor_affinity).filter(
+                a.state == states.ALLOCATING)
+            if alive_ids:
+                query = query.filter(sa.or_(
+                    a.conductor_affinity.is_(None),
+                    a.conductor_affinity.notin_(list(alive_ids))))
+            return [(row.id, row.conductor_affinity) for row in query]
+
+    @retry_on_conflict
+    def purge_error_allocations(self, older_than):
+        threshold = self.get_database_time() - datetime.timedelta(
+            seconds=older_than)
+        with _session_for_write() as session:
+            return session.query(models.Allocation).filter(
+                models.Allocation.state == states.ALLOCATION_ERROR,
+                models.Allocation.updated_at < threshold,
+            ).delete(synchronize_session=False)
+
     # Conductors
 
     @retry_on_conflict
     def register_conductor(self, hostname, conductor_group):
         with _session_for_write() as session:
+            previous = [row.id for row in session.query(
+                models.Conductor.id).filter_by(hostname=hostname)]
             session.query(models.Conductor).filter_by(
                 hostname=hostname).delete()
             session.flush()
@@ -436,6 +741,15 @@ class Connection(api.Connection):
                 id=conductor.id).update({'heartbeat_at': utc_now()},
                                         synchronize_session=False)
             conductor_id = conductor.id
+            if previous:
+                # NOTE: a restart resumes the unfinished allocations of the
+                # previous run of this host; the guarded writes of a stale
+                # process of that run fail from here on.
+                session.query(models.Allocation).filter(
+                    models.Allocation.state == states.ALLOCATING,
+                    models.Allocation.conductor_affinity.in_(previous),
+                ).update({'conductor_affinity': conductor_id},
+                         synchronize_session=False)
         with _session_for_read() as session:
             return session.get(models.Conductor, conductor_id)
 

@@ -126,3 +126,34 @@ class NodeTrait(Base):
                                                   ondelete='CASCADE'),
                         primary_key=True, nullable=False)
     trait = sa.Column(sa.String(255), primary_key=True, nullable=False)
+
+
+class Allocation(Base):
+    """A request for a node; ``conductor_affinity`` names the conductor
+    process (conductors.id) that currently owns it."""
+
+    __tablename__ = 'allocations'
+    __table_args__ = (
+        sa.UniqueConstraint('uuid', name='uniq_allocations0uuid'),
+        sa.UniqueConstraint('name', name='uniq_allocations0name'),
+        # NOTE: re-drive and take-over look for allocating rows by owner
+        # conductor; node lookups go through node_id.
+        sa.Index('allocations_state_affinity_idx', 'state',
+                 'conductor_affinity'),
+        sa.Index('allocations_node_id_idx', 'node_id'),
+        sa.Index('allocations_owner_idx', 'owner'),
+        sa.Index('allocations_resource_class_idx', 'resource_class'),
+        dict(sqlite_autoincrement=True, **table_args()),
+    )
+    id = sa.Column(sa.Integer, primary_key=True, autoincrement=True)
+    uuid = sa.Column(sa.String(36), nullable=False)
+    name = sa.Column(sa.String(255), nullable=True)
+    node_id = sa.Column(sa.Integer, nullable=True)
+    state = sa.Column(sa.String(15), nullable=False)
+    owner = sa.Column(sa.String(255), nullable=True)
+    last_error = sa.Column(sa.Text, nullable=True)
+    resource_class = sa.Column(sa.String(80), nullable=True)
+    traits = sa.Column(db_types.JsonEncodedList, nullable=True)
+    candidate_nodes = sa.Column(db_types.JsonEncodedList, nullable=True)
+    extra = sa.Column(db_types.JsonEncodedDict, nullable=True)
+    conductor_affinity = sa.Column(sa.Integer, nullable=True)

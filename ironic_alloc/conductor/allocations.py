@@ -1,0 +1,104 @@
+"""Allocation processing: picking and reserving a node.
+
+Every write here is conditional on the allocation still being allocating
+and owned by this conductor (conductor_affinity), so a conductor presumed
+dead that comes back can never overwrite a take-over.
+"""
+
+import random
+import time
+
+from oslo_log import log
+from oslo_utils import uuidutils
+
+from ironic_alloc.common import exception
+from ironic_alloc.common import states
+from ironic_alloc.conf import CONF
+from ironic_alloc.db import api as db_api
+from ironic_alloc.objects import allocation as allocation_obj
+
+LOG = log.getLogger(__name__)
+
+dbapi = db_api.get_instance()
+
+# Provision states a node may be in when its allocation is deleted (unless
+# the node is in maintenance); the same as for changing a node.
+DEALLOCATION_STATES = states.UPDATE_ALLOWED_STATES
+
+# Node states in which an allocation may be backfilled.
+BACKFILL_STATES = (states.ACTIVE, states.DEPLOYING, states.DEPLOYWAIT)
+
+
+def criteria_of(allocation):
+    return {'resource_class': allocation.resource_class,
+            'traits': list(allocation.traits or []),
+            'candidate_uuids': list(allocation.candidate_nodes or []),
+            'owner': allocation.owner}
+
+
+def do_allocate(context, allocation_id, conductor_id):
+    """Find and reserve a node for an allocation, or set it to error.
+
+    :returns: the node id reserved, or None.
+    """
+    try:
+        allocation = allocation_obj.Allocation.get_by_id(context,
+                                                         allocation_id)
+    except exception.AllocationNotFound:
+        return None
+    if (allocation.state != states.ALLOCATING
+            or allocation.conductor_affinity != conductor_id):
+        return None
+    criteria = criteria_of(allocation)
+    try:
+        node_id = _reserve_some_node(allocation, criteria, conductor_id)
+    except exception.AllocationLost:
+        LOG.info('Allocation %s was deleted or taken over while being '
+                 'processed', allocation.uuid)
+        return None
+    if node_id is not None:
+        LOG.info('Allocation %(alloc)s reserved node %(node)s',
+                 {'alloc': allocation.uuid, 'node': node_id})
+        return node_id
+    reason = 'No candidate node: %s.' % dbapi.explain_no_candidates(criteria)
+    if dbapi.fail_allocation(allocation_id, conductor_id, reason):
+        LOG.info('Allocation %(alloc)s failed: %(reason)s',
+                 {'alloc': allocation.uuid, 'reason': reason})
+    return None
+
+
+def _reserve_some_node(allocation, criteria, conductor_id):
+    """:returns: the reserved node id or None when candidates ran out."""
+    # NOTE: a node named like the allocation is tried first.
+    if allocation.name:
+        for node_id in dbapi.get_allocation_candidates(
+                criteria, 1, name=allocation.name):
+            if dbapi.reserve_node_for_allocation(
+                    allocation.id, conductor_id, node_id, criteria):
+                return node_id
+    for attempt in range(CONF.conductor.allocation_attempts):
+        # NOTE: a random starting point spreads concurrent allocations
+        # over the candidate index so they rarely fight for one row.
+        node_ids = dbapi.get_allocation_candidates(
+            criteria, CONF.conductor.allocation_candidate_batch,
+            pivot=uuidutils.generate_uuid())
+        if not node_ids:
+            return None
+        for node_id in node_ids:
+            if dbapi.reserve_node_for_allocation(
+                    allocation.id, conductor_id, node_id, criteria):
+                return node_id
+        # Every candidate was taken meanwhile (or locked): look again.
+        time.sleep(random.uniform(0.01, 0.05) * (attempt + 1))
+    return None
+
+
+def destroy(context, allocation):
+    """Delete an allocation, freeing its node.
+
+    :raises: InvalidState when the node is deployed and not in
+        maintenance, AllocationNotFound.
+    """
+    allocation.destroy(node_states=DEALLOCATION_STATES)
+    LOG.info('Allocation %(alloc)s deleted (node id %(node)s)',
+             {'alloc': allocation.uuid, 'node': allocation.node_id})

@@ -1,0 +1,116 @@
+from oslo_utils import strutils
+from oslo_utils import uuidutils
+
+from ironic_alloc.common import exception
+from ironic_alloc.db import api as db_api
+from ironic_alloc.objects import base
+from ironic_alloc.objects import fields
+
+
+@base.IronicAllocObjectRegistry.register
+class Allocation(base.IronicAllocObject):
+    # Version 1.0: Initial version
+    VERSION = '1.0'
+
+    dbapi = db_api.get_instance()
+
+    fields = {
+        'id': fields.IntegerField(),
+        'uuid': fields.UUIDField(),
+        'name': fields.StringField(nullable=True),
+        'node_id': fields.IntegerField(nullable=True),
+        'state': fields.StringField(),
+        'owner': fields.StringField(nullable=True),
+        'last_error': fields.StringField(nullable=True),
+        'resource_class': fields.StringField(nullable=True),
+        'traits': fields.ListOfStringsField(nullable=True),
+        'candidate_nodes': fields.ListOfStringsField(nullable=True),
+        'extra': fields.FlexibleDictField(nullable=True),
+        'conductor_affinity': fields.IntegerField(nullable=True),
+        'created_at': fields.DateTimeField(nullable=True),
+        'updated_at': fields.DateTimeField(nullable=True),
+    }
+
+    @classmethod
+    def get(cls, context, allocation_ident):
+        """Find by id, UUID or name.
+
+        :raises: AllocationNotFound, InvalidIdentity.
+        """
+        if strutils.is_int_like(allocation_ident):
+            return cls.get_by_id(context, int(allocation_ident))
+        if uuidutils.is_uuid_like(allocation_ident):
+            return cls.get_by_uuid(context, allocation_ident)
+        if isinstance(allocation_ident, str) and allocation_ident:
+            return cls.get_by_name(context, allocation_ident)
+        raise exception.InvalidIdentity(identity=allocation_ident)
+
+    @classmethod
+    def get_by_id(cls, context, allocation_id):
+        return cls._from_db_object(
+            context, cls(), cls.dbapi.get_allocation_by_id(allocation_id))
+
+    @classmethod
+    def get_by_uuid(cls, context, uuid):
+        return cls._from_db_object(context, cls(),
+                                   cls.dbapi.get_allocation_by_uuid(uuid))
+
+    @classmethod
+    def get_by_name(cls, context, name):
+        return cls._from_db_object(context, cls(),
+                                   cls.dbapi.get_allocation_by_name(name))
+
+    @classmethod
+    def list(cls, context, filters=None, limit=None, marker=None,
+             sort_key=None, sort_dir=None):
+        """One page; ``marker`` is an allocation id (see db.api)."""
+        return cls._from_db_object_list(
+            context, cls.dbapi.get_allocation_list(
+                filters=filters, limit=limit, marker=marker,
+                sort_key=sort_key, sort_dir=sort_dir))
+
+    @classmethod
+    def uuids_by_id(cls, context, ids):
+        """{id: uuid} for the given ids, in one query."""
+        ids = [i for i in set(ids) if i is not None]
+        if not ids:
+            return {}
+        return {row.id: row.uuid for row in
+                cls.dbapi.get_allocation_list(filters={'id_in': ids})}
+
+    def create(self, context=None):
+        """Insert an allocating allocation.
+
+        :raises: AllocationAlreadyExists, AllocationDuplicateName,
+            InstanceAssociated.
+        """
+        db_allocation = self.dbapi.create_allocation(self.obj_get_changes())
+        self._from_db_object(context or self._context, self, db_allocation)
+
+    def backfill(self, node_id, node_states, context=None):
+        """Insert an active allocation bound to a deployed node.
+
+        :raises: NodeChanged and the create() errors.
+        """
+        db_allocation = self.dbapi.backfill_allocation(
+            self.obj_get_changes(), node_id, node_states)
+        self._from_db_object(context or self._context, self, db_allocation)
+
+    def save(self, context=None):
+        """Write changed user fields (name, extra).
+
+        :raises: AllocationNotFound, AllocationDuplicateName.
+        """
+        values = self.obj_get_changes()
+        values.pop('updated_at', None)
+        if not values:
+            return
+        db_allocation = self.dbapi.update_allocation(self.id, values)
+        self._from_db_object(context or self._context, self, db_allocation)
+
+    def destroy(self, node_states=None):
+        """Delete the allocation and free its node atomically.
+
+        :raises: AllocationNotFound, InvalidState.
+        """
+        self.dbapi.destroy_allocation(self.id, node_states=node_states)

@@ -1,0 +1,100 @@
+"""Helpers for conductor-level tests: node factories and the invariant."""
+
+import time
+
+from oslo_utils import uuidutils
+
+from ironic_alloc.common import states
+from ironic_alloc.db.sqlalchemy import api as sqla_api
+from ironic_alloc.db.sqlalchemy import models
+from ironic_alloc.objects import allocation as allocation_obj
+from ironic_alloc.objects import node as node_obj
+
+
+def make_node(context, **kw):
+    values = dict(driver='fake-hardware', provision_state=states.ENROLL,
+                  maintenance=False, protected=False, retired=False,
+                  console_enabled=False, conductor_group='',
+                  resource_class='gold', traits=[])
+    values.update(kw)
+    node = node_obj.Node(context, **values)
+    node.create()
+    return node
+
+
+def make_available_node(context, **kw):
+    kw.setdefault('provision_state', states.AVAILABLE)
+    kw.setdefault('power_state', states.POWER_OFF)
+    return make_node(context, **kw)
+
+
+def make_allocation(context, conductor_id, **kw):
+    values = dict(uuid=uuidutils.generate_uuid(), resource_class='gold',
+                  state=states.ALLOCATING, conductor_affinity=conductor_id,
+                  traits=[], candidate_nodes=[], extra={})
+    values.update(kw)
+    allocation = allocation_obj.Allocation(context, **values)
+    allocation.create()
+    return allocation
+
+
+def wait_for_allocations(context, ids, timeout=60):
+    """Wait until every allocation in ``ids`` left state allocating (or
+    was deleted); returns {id: allocation or None}."""
+    deadline = time.monotonic() + timeout
+    while True:
+        rows = {a.id: a for a in allocation_obj.Allocation.list(
+            context, filters={'id_in': list(ids)})}
+        pending = [i for i in ids
+                   if i in rows and rows[i].state == states.ALLOCATING]
+        if not pending:
+            return {i: rows.get(i) for i in ids}
+        if time.monotonic() > deadline:
+            raise AssertionError('%d allocations still allocating after '
+                                 '%ss: %s' % (len(pending), timeout,
+                                              pending[:10]))
+        time.sleep(0.05)
+
+
+def check_invariant():
+    """Node and allocation rows agree; no node has two allocations.
+
+    :returns: list of violations (empty when all is well).
+    """
+    problems = []
+    with sqla_api._session_for_read() as session:
+        nodes = {n.id: n for n in session.query(models.Node)}
+        allocs = {a.id: a for a in session.query(models.Allocation)}
+    by_node = {}
+    for alloc in allocs.values():
+        if alloc.state == states.ALLOCATION_ACTIVE:
+            if alloc.node_id is None:
+                problems.append('active allocation %s has no node'
+                                % alloc.uuid)
+                continue
+            if alloc.node_id in by_node:
+                problems.append('node %s has allocations %s and %s' % (
+                    alloc.node_id, by_node[alloc.node_id], alloc.uuid))
+            by_node[alloc.node_id] = alloc.uuid
+            node = nodes.get(alloc.node_id)
+            if node is None:
+                problems.append('allocation %s points to missing node %s'
+                                % (alloc.uuid, alloc.node_id))
+            elif (node.allocation_id != alloc.id
+                  or node.instance_uuid != alloc.uuid):
+                problems.append('allocation %s -> node %s, but node has '
+                                'allocation_id %s instance_uuid %s' % (
+                                    alloc.uuid, node.uuid,
+                                    node.allocation_id, node.instance_uuid))
+        elif alloc.node_id is not None:
+            problems.append('%s allocation %s has node %s' % (
+                alloc.state, alloc.uuid, alloc.node_id))
+    for node in nodes.values():
+        if node.allocation_id is None:
+            continue
+        alloc = allocs.get(node.allocation_id)
+        if alloc is None or alloc.node_id != node.id:
+            problems.append('node %s points to allocation %s which does '
+                            'not point back' % (node.uuid,
+                                                node.allocation_id))
+    return problems

@@ -1,0 +1,233 @@
+"""Schema migration tests.
+
+Two checks run on every database engine we support:
+
+* the walk: upgrade an empty database one alembic revision at a time, from
+  the base to the head, calling ``_pre_upgrade_<rev>(engine)`` before and
+  ``_check_<rev>(engine, data)`` after revision ``<rev>`` when the test
+  class has them (a new migration adds its ``_check_<rev>`` to
+  ``MigrationCheckersMixin``);
+* the model sync: after upgrading to the head, the schema equals the
+  SQLAlchemy models (oslo.db's ``ModelsMigrationsSync``).
+
+SQLite always runs.  PostgreSQL and MySQL/MariaDB run through oslo.db's
+opportunistic fixtures: they need the ``openstack_citest`` user (password
+``openstack_citest``) created by tools/test-setup.sh, and are skipped with
+the reason when that server is not there, except when CI=true, where a
+missing server is a failure.
+"""
+
+from alembic import script as alembic_script
+from oslo_db import exception as db_exc
+from oslo_db.sqlalchemy import enginefacade
+from oslo_db.sqlalchemy import test_fixtures
+from oslo_db.sqlalchemy import test_migrations
+import sqlalchemy as sa
+
+from ironic_alloc.db import migration
+from ironic_alloc.db.sqlalchemy import models
+from ironic_alloc.tests import base
+
+
+class _OpportunisticMixin(test_fixtures.OpportunisticDBTestMixin):
+    """oslo.db's opportunistic databases; a missing server fails in CI."""
+
+    # NOTE: oslo.db calls self.fail() instead of self.skipTest() with the
+    # reason ("Backend 'postgresql' is unavailable: ...") when this is False.
+    SKIP_ON_UNAVAILABLE_DB = not base.running_in_ci()
+
+    def setUp(self):
+        super().setUp()
+        self.engine = enginefacade.writer.get_engine()
+
+
+def _script():
+    return alembic_script.ScriptDirectory.from_config(
+        migration._alembic_config())
+
+
+def _revisions_from_base():
+    """All revisions, each one after the revision it revises."""
+    return [rev.revision for rev in reversed(list(_script().walk_revisions()))]
+
+
+class WalkVersionsMixin:
+
+    def test_single_head(self):
+        heads = _script().get_heads()
+        self.assertEqual(1, len(heads),
+                         'The migrations must have exactly one head, found '
+                         '%s: rebase the newest migration onto the other '
+                         'head (down_revision).' % heads)
+
+    def test_walk_versions(self):
+        self.assertIsNone(migration.version(self.engine))
+        revisions = _revisions_from_base()
+        self.assertTrue(revisions)
+        for revision in revisions:
+            self._migrate_up(revision)
+        self.assertEqual(migration.head_revision(),
+                         migration.version(self.engine))
+
+    def _migrate_up(self, revision):
+        pre_upgrade = getattr(self, '_pre_upgrade_%s' % revision, None)
+        data = pre_upgrade(self.engine) if pre_upgrade else None
+        migration.upgrade(revision, engine=self.engine)
+        self.assertEqual(revision, migration.version(self.engine))
+        check = getattr(self, '_check_%s' % revision, None)
+        if check:
+            check(self.engine, data)
+
+
+def _literal(reflected_default):
+    """The value of a reflected string default: ('x'), 'x'::text -> x."""
+    value = reflected_default.strip()
+    while value.startswith('(') and value.endswith(')'):
+        value = value[1:-1].strip()
+    value = value.split('::', 1)[0]
+    if len(value) >= 2 and value[0] == value[-1] and value[0] in '\'"':
+        value = value[1:-1]
+    return value
+
+
+class MigrationCheckersMixin:
+    """``_check_<rev>`` hooks: what each migration must have created."""
+
+    def _columns(self, engine, table):
+        return {c['name'] for c in sa.inspect(engine).get_columns(table)}
+
+    def _index_names(self, engine, table):
+        return {i['name'] for i in sa.inspect(engine).get_indexes(table)}
+
+    def _unique_names(self, engine, table):
+        inspector = sa.inspect(engine)
+        names = {u['name'] for u in inspector.get_unique_constraints(table)}
+        # NOTE: MySQL reports unique constraints as unique indexes too.
+        names |= {i['name'] for i in inspector.get_indexes(table)
+                  if i.get('unique')}
+        return names
+
+    def _check_5a1c2c6f8e01(self, engine, data):
+        tables = set(sa.inspect(engine).get_table_names())
+        self.assertLessEqual({'conductors', 'nodes', 'node_traits'}, tables)
+
+        self.assertLessEqual(
+            {'id', 'hostname', 'conductor_group', 'online', 'heartbeat_at',
+             'created_at', 'updated_at'},
+            self._columns(engine, 'conductors'))
+        self.assertIn('uniq_conductors0hostname',
+                      self._unique_names(engine, 'conductors'))
+
+        self.assertLessEqual(
+            {'id', 'uuid', 'name', 'driver', 'resource_class',
+             'provision_state', 'target_provision_state', 'maintenance',
+             'instance_uuid', 'reservation', 'conductor_affinity',
+             'conductor_group', 'owner', 'lessee', 'allocation_id',
+             'properties', 'extra', 'created_at', 'updated_at'},
+            self._columns(engine, 'nodes'))
+        self.assertLessEqual(
+            {'nodes_candidate_idx', 'nodes_conductor_group_idx',
+             'nodes_reservation_idx', 'nodes_owner_idx', 'nodes_lessee_idx',
+             'nodes_allocation_id_idx'},
+            self._index_names(engine, 'nodes'))
+        self.assertLessEqual(
+            {'uniq_nodes0uuid', 'uniq_nodes0name',
+             'uniq_nodes0instance_uuid'},
+            self._unique_names(engine, 'nodes'))
+        candidate = [i for i in sa.inspect(engine).get_indexes('nodes')
+                     if i['name'] == 'nodes_candidate_idx'][0]
+        self.assertEqual(['resource_class', 'provision_state', 'maintenance',
+                          'uuid'], candidate['column_names'])
+
+        self.assertEqual({'node_id', 'trait', 'created_at', 'updated_at'},
+                         self._columns(engine, 'node_traits'))
+        self.assertIn('node_traits_idx',
+                      self._index_names(engine, 'node_traits'))
+
+        # The constraints hold on real rows.
+        nodes = sa.table('nodes', sa.column('uuid'), sa.column('driver'),
+                         sa.column('maintenance'), sa.column('protected'),
+                         sa.column('retired'),
+                         sa.column('console_enabled'), sa.column('name'))
+        row = {'uuid': '1be26c0b-03f2-4d2e-ae87-c02d7f33c123',
+               'driver': 'fake-hardware', 'maintenance': False,
+               'protected': False, 'retired': False,
+               'console_enabled': False, 'name': 'node-0'}
+        with engine.begin() as conn:
+            conn.execute(nodes.insert().values(**row))
+        with engine.begin() as conn:
+            # conductor_group has a server default, so the API and old rows
+            # never see NULL there.
+            self.assertEqual('', conn.execute(sa.text(
+                'SELECT conductor_group FROM nodes')).scalar())
+        self.assertRaises(db_exc.DBDuplicateEntry, self._insert, engine,
+                          nodes, dict(row, name='node-1'))
+        self.assertRaises(
+            db_exc.DBDuplicateEntry, self._insert, engine, nodes,
+            dict(row, uuid='0f5bba41-9bc6-4b94-8a40-4d0b86a1e2a8'))
+        with engine.begin() as conn:
+            conn.execute(sa.text('DELETE FROM nodes'))
+
+    def _insert(self, engine, table, values):
+        with engine.begin() as conn:
+            conn.execute(table.insert().values(**values))
+
+
+class ModelsMigrationSyncMixin(test_migrations.ModelsMigrationsSync):
+    """The schema built by the migrations equals the models."""
+
+    def get_engine(self):
+        return self.engine
+
+    def get_metadata(self):
+        return models.Base.metadata
+
+    def db_sync(self, engine):
+        migration.upgrade('head', engine=engine)
+
+    def include_object(self, object_, name, type_, reflected, compare_to):
+        if type_ == 'table' and name == 'alembic_version':
+            return False
+        return super().include_object(object_, name, type_, reflected,
+                                      compare_to)
+
+    def compare_server_default(self, ctxt, ins_col, meta_col, insp_def,
+                               meta_def, rendered_meta_def):
+        # NOTE: alembic's SQLite comparison cannot unquote an empty string
+        # literal (SQLite reflects "('')" for the model's ''), so string
+        # defaults are compared here by value on every backend.
+        if (meta_def is not None and isinstance(meta_def.arg, str)
+                and insp_def is not None):
+            return _literal(insp_def) != meta_def.arg
+        return super().compare_server_default(
+            ctxt, ins_col, meta_col, insp_def, meta_def, rendered_meta_def)
+
+
+class TestWalkMigrationsSQLite(MigrationCheckersMixin, WalkVersionsMixin,
+                               _OpportunisticMixin, base.TestCase):
+    pass
+
+
+class TestWalkMigrationsPostgreSQL(MigrationCheckersMixin, WalkVersionsMixin,
+                                   _OpportunisticMixin, base.TestCase):
+    FIXTURE = test_fixtures.PostgresqlOpportunisticFixture
+
+
+class TestWalkMigrationsMySQL(MigrationCheckersMixin, WalkVersionsMixin,
+                              _OpportunisticMixin, base.TestCase):
+    FIXTURE = test_fixtures.MySQLOpportunisticFixture
+
+
+class TestModelsMigrationsSyncSQLite(ModelsMigrationSyncMixin,
+                                     _OpportunisticMixin, base.TestCase):
+    pass
+
+
+class TestModelsMigrationsSyncPostgreSQL(ModelsMigrationSyncMixin,
+                                         _OpportunisticMixin, base.TestCase):
+    FIXTURE = test_fixtures.PostgresqlOpportunisticFixture
+
+
+class TestModelsMigrationsSyncMySQL(ModelsMigrationSyncMixin,
+                                    _OpportunisticMixin, base.TestCase):
+    FIXTURE = test_fixtures.MySQLOpportunisticFixture

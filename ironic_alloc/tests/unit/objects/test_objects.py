@@ -1,0 +1,32 @@
+"""Every change to a versioned object must come with a version bump."""
+
+from oslo_versionedobjects import fixture
+
+from ironic_alloc.objects import base
+from ironic_alloc.tests import base as test_base
+
+# NOTE: change a line here only together with the object's VERSION (and
+# its "# Version x.y: ..." comment).  The hash covers the fields and the
+# remotable methods of the object; when it changes, the wire format
+# changed, so older peers need obj_make_compatible() for the new version.
+expected_object_fingerprints = {
+    'Conductor': '1.0-157a8b1669d035736cbc95ecce8cf73e',
+    'Node': '1.0-6fc77293fafa5326bef0896edc25880e',
+}
+
+
+class TestObjectVersions(test_base.TestCase):
+
+    def test_object_version_check(self):
+        classes = base.IronicAllocObjectRegistry.obj_classes()
+        checker = fixture.ObjectVersionChecker(obj_classes=classes)
+        expected, actual = checker.test_hashes(expected_object_fingerprints)
+        self.assertEqual(
+            expected, actual,
+            'Some objects changed (fields or remotable methods) without a '
+            'version bump, or are missing from '
+            'expected_object_fingerprints. Bump VERSION of each changed '
+            'object (with a "# Version" comment and obj_make_compatible() '
+            'for the removed or changed fields), then update its hash '
+            'in ironic_alloc/tests/unit/objects/test_objects.py. '
+            'Expected vs actual: %s vs %s' % (expected, actual))

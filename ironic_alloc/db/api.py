@@ -59,7 +59,8 @@ class Connection(metaclass=abc.ABCMeta):
             resource_class, maintenance (bool), associated (bool), owner,
             lessee, project (owner or lessee), conductor_group, driver,
             reserved (bool), reserved_by_any_of (list), fault,
-            retired (bool), description_contains, uuid_in (list).
+            retired (bool), description_contains, uuid_in (list),
+            id_in (list), instance_uuid.
         :param marker: the id of the last node of the previous page.
         :raises: InvalidParameterValue for an unknown sort key.
         """

@@ -126,6 +126,15 @@ class Node(base.IronicAllocObject):
                 filters=filters, limit=limit, marker=marker,
                 sort_key=sort_key, sort_dir=sort_dir))
 
+    @classmethod
+    def uuids_by_id(cls, context, ids):
+        """{id: uuid} for the given node ids, in one query."""
+        ids = [i for i in set(ids) if i is not None]
+        if not ids:
+            return {}
+        return {row.id: row.uuid for row in cls.dbapi.get_node_list(
+            filters={'id_in': ids})}
+
     # Writes
 
     def create(self, context=None):

@@ -181,7 +181,8 @@ _NODE_LIST_FILTERS = ('provision_state', 'resource_class', 'maintenance',
                       'associated', 'owner', 'lessee', 'project',
                       'conductor_group', 'driver', 'reserved',
                       'reserved_by_any_of', 'fault', 'retired',
-                      'description_contains', 'uuid_in', 'instance_uuid')
+                      'description_contains', 'uuid_in', 'instance_uuid',
+                      'id_in')
 
 
 _NO_CANDIDATE_REASONS = {
@@ -245,6 +246,8 @@ def _filter_nodes(query, filters):
             filters['description_contains'], autoescape=True))
     if 'uuid_in' in filters:
         query = query.filter(m.uuid.in_(list(filters['uuid_in'])))
+    if 'id_in' in filters:
+        query = query.filter(m.id.in_(list(filters['id_in'])))
     return query
 
 

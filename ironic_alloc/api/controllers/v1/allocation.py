@@ -1,0 +1,443 @@
+"""Allocations: /v1/allocations and /v1/nodes/{node}/allocation (1.52+).
+
+Creating an allocation commits the row (state allocating, owned by a live
+conductor picked here) and only then casts to that conductor: the answer
+is 201 whatever happens to the cast, since the conductor re-drives its rows
+from the database.  Backfilling (1.58+, ``node`` given) is synchronous.
+Deletion is an RPC call to any live conductor, so a 204 means the node is
+already free and a 409 reaches the client.
+"""
+
+from oslo_log import log
+from oslo_utils import uuidutils
+import pecan
+from pecan import rest
+import wsme
+from wsme import types as wtypes
+
+from ironic_alloc import api
+from ironic_alloc.api.controllers import base
+from ironic_alloc.api.controllers import link
+from ironic_alloc.api.controllers.v1 import collection
+from ironic_alloc.api.controllers.v1 import types
+from ironic_alloc.api.controllers.v1 import utils
+from ironic_alloc.api import expose
+from ironic_alloc.common import exception
+from ironic_alloc.common import states
+from ironic_alloc import objects
+
+LOG = log.getLogger(__name__)
+
+# Node states in which an allocation may be backfilled.
+BACKFILL_STATES = (states.ACTIVE, states.DEPLOYING, states.DEPLOYWAIT)
+
+SORT_KEYS = frozenset(['id', 'uuid', 'name', 'state', 'resource_class',
+                       'owner', 'created_at', 'updated_at'])
+
+# Fields newer than 1.52, the version of the allocation API itself.
+_VERSIONED_FIELDS = {'owner': utils.allow_allocation_owner}
+
+PATCHABLE = ('name', 'extra')
+
+
+class Allocation(base.APIBase):
+    """API representation of an allocation (Ironic's wire shape)."""
+
+    uuid = types.uuid
+    """Unique UUID for this allocation"""
+
+    name = wsme.wsattr(str)
+    """The logical name of this allocation"""
+
+    node_uuid = wsme.wsattr(types.uuid, readonly=True)
+    """The UUID of the node this allocation belongs to"""
+
+    node = wsme.wsattr(str)
+    """A node to backfill this allocation for (request only, 1.58+)"""
+
+    state = wsme.wsattr(str, readonly=True)
+    """The current state of the allocation"""
+
+    last_error = wsme.wsattr(str, readonly=True)
+    """Last error that happened to this allocation"""
+
+    resource_class = wsme.wsattr(wtypes.StringType(max_length=80))
+    """Requested resource class for this allocation"""
+
+    owner = wsme.wsattr(str)
+    """Owner of the allocation (1.60+)"""
+
+    traits = wsme.wsattr([str])
+    """Requested traits for the allocation"""
+
+    candidate_nodes = wsme.wsattr([str])
+    """Candidate nodes for this allocation, as UUIDs"""
+
+    extra = {str: types.jsontype}
+    """This allocation's meta data"""
+
+    links = wsme.wsattr([link.Link], readonly=True)
+    """A list containing a self link and associated allocation links"""
+
+
+_WIRE_FIELDS = frozenset(
+    a.key for a in wtypes.list_attributes(Allocation)) - {'node', 'links'}
+
+
+def convert_with_links(rpc_allocation, node_uuids, fields=None):
+    """The wire form of an allocation for the request version.
+
+    :param node_uuids: {node id: node uuid}, preloaded for a whole page.
+    """
+    allocation = Allocation()
+    for name in ('uuid', 'name', 'state', 'last_error', 'resource_class',
+                 'owner', 'created_at', 'updated_at', 'extra'):
+        setattr(allocation, name, rpc_allocation[name])
+    allocation.traits = list(rpc_allocation.traits or [])
+    allocation.candidate_nodes = list(rpc_allocation.candidate_nodes or [])
+    allocation.node_uuid = node_uuids.get(rpc_allocation.node_id)
+    allocation.links = link.make_links('allocations', allocation.uuid)
+    for name, gate in _VERSIONED_FIELDS.items():
+        if not gate():
+            setattr(allocation, name, wtypes.Unset)
+    if fields is not None:
+        allocation.unset_fields_except(list(fields) + ['links'])
+    return allocation
+
+
+def _node_uuids(allocations):
+    """{node id: uuid} for the nodes of a page, in one query."""
+    ids = [a.node_id for a in allocations if a.node_id is not None]
+    if not ids:
+        return {}
+    return objects.Node.uuids_by_id(api.request.context, ids)
+
+
+class AllocationCollection(collection.Collection):
+    """API representation of a page of allocations."""
+
+    allocations = [Allocation]
+    """A list containing allocation objects"""
+
+
+def _check_fields(fields):
+    if fields is None:
+        return
+    utils.check_allowed_fields(fields)
+    too_new = sorted(f for f in fields if f in _VERSIONED_FIELDS
+                     and not _VERSIONED_FIELDS[f]())
+    if too_new:
+        raise exception.NotAcceptable(
+            'Field(s) %s are not available in API version %s.'
+            % (', '.join(too_new), api.request.version))
+    utils.check_for_invalid_fields(fields, _WIRE_FIELDS)
+
+
+def _check_name(name):
+    if not utils.is_valid_logical_name(name) or uuidutils.is_uuid_like(
+            name):
+        raise exception.Invalid(
+            "Cannot create allocation with invalid name '%s'" % name)
+
+
+def get_allocation(ident):
+    """An allocation by UUID or name.
+
+    :raises: AllocationNotFound (404), InvalidUuidOrName (400).
+    """
+    context = api.request.context
+    if uuidutils.is_uuid_like(ident):
+        return objects.Allocation.get_by_uuid(context, ident)
+    if utils.is_valid_logical_name(ident):
+        return objects.Allocation.get_by_name(context, ident)
+    raise exception.InvalidUuidOrName(name=ident)
+
+
+def _list(query, resource, node=None):
+    """One page of allocations for a normalised query (every filter)."""
+    fields = query['fields']
+    _check_fields(fields)
+    limit = utils.validate_limit(query['limit'])
+    sort_dir = utils.validate_sort_dir(query['sort_dir'] or 'asc')
+    sort_key = utils.validate_sort_key(query['sort_key'] or 'id', SORT_KEYS)
+    filters = {}
+    if query.get('state') is not None:
+        if query['state'] not in states.ALLOCATION_STATES:
+            raise exception.Invalid(
+                'Invalid allocation state "%s". Valid states are: %s.'
+                % (query['state'], ', '.join(states.ALLOCATION_STATES)))
+        filters['state'] = query['state']
+    if query.get('resource_class') is not None:
+        filters['resource_class'] = query['resource_class']
+    if query.get('owner') is not None:
+        if not utils.allow_allocation_owner():
+            raise exception.NotAcceptable(
+                'The "owner" filter requires API version 1.60 or newer.')
+        filters['owner'] = query['owner']
+    if node is not None:
+        filters['node_id'] = node.id
+    elif query.get('node') is not None:
+        filters['node_id'] = utils.get_query_node(query['node']).id
+    marker = None
+    if query.get('marker') is not None:
+        marker = get_allocation(query['marker']).id
+    allocations = objects.Allocation.list(
+        api.request.context, filters=filters, limit=limit, marker=marker,
+        sort_key=sort_key, sort_dir=sort_dir)
+    node_uuids = _node_uuids(allocations)
+    page = AllocationCollection()
+    page.allocations = [convert_with_links(a, node_uuids, fields)
+                        for a in allocations]
+    page.next = collection.next_link(
+        resource, {k: v for k, v in query.items()
+                   if k not in ('limit', 'marker')}, allocations, limit)
+    return page
+
+
+def _candidate_uuids(idents):
+    """Candidate node names or UUIDs -> UUIDs (order kept).
+
+    :raises: InvalidParameterValue (400) naming every unknown node.
+    """
+    uuids, missing = [], []
+    for ident in idents:
+        try:
+            node = utils.get_node(ident)
+        except (exception.NodeNotFound, exception.InvalidUuidOrName):
+            missing.append(ident)
+            continue
+        if node.uuid not in uuids:
+            uuids.append(node.uuid)
+    if missing:
+        raise exception.InvalidParameterValue(
+            err='Nodes cannot be found: %s' % ', '.join(missing))
+    return uuids
+
+
+def _check_backfill(node, values):
+    """Rules of a backfilled allocation (1.58).
+
+    :raises: Invalid (400) for a node that does not match the request,
+        Conflict (409) when it is already allocated.
+    """
+    if node.allocation_id is not None:
+        raise exception.Conflict('Node %s already has an allocation'
+                                 % node.uuid)
+    if node.instance_uuid and node.instance_uuid != values['uuid']:
+        raise exception.NodeAssociated(node=node.uuid,
+                                       instance=node.instance_uuid)
+    if node.provision_state not in BACKFILL_STATES:
+        raise exception.Invalid(
+            'Cannot create an allocation for node %s in provision state '
+            '"%s": backfilling needs one of %s.'
+            % (node.uuid, node.provision_state, ', '.join(BACKFILL_STATES)))
+    if values.get('resource_class') and (
+            values['resource_class'] != node.resource_class):
+        raise exception.Invalid(
+            'Cannot create an allocation with resource class "%s" for node '
+            '%s with resource class "%s"'
+            % (values['resource_class'], node.uuid, node.resource_class))
+    missing = sorted(set(values['traits']) - set(node.traits))
+    if missing:
+        raise exception.Invalid('Cannot create an allocation with traits '
+                                '%s for node %s that lacks them'
+                                % (', '.join(missing), node.uuid))
+    if values['candidate_nodes'] and (
+            node.uuid not in values['candidate_nodes']):
+        raise exception.Invalid('Candidate nodes must include the node %s '
+                                'when backfilling' % node.uuid)
+    if values.get('owner') and values['owner'] not in (node.owner,
+                                                        node.lessee):
+        raise exception.Invalid('Node %s is not owned or leased by %s'
+                                % (node.uuid, values['owner']))
+
+
+class AllocationPatchType(types.JsonPatchType):
+    """One operation of an allocation PATCH."""
+
+
+types.json_object(AllocationPatchType)
+
+
+def _patched_values(rpc_allocation, patch):
+    """The new name/extra of an allocation.  :raises: Invalid (400)."""
+    for op in patch:
+        root = op['path'].split('/')[1] if op['path'].count('/') else ''
+        if root not in PATCHABLE:
+            raise exception.Invalid(
+                'Cannot update %s: only %s may be changed on an '
+                'allocation.' % (op['path'], ', '.join(
+                    '/' + p for p in PATCHABLE)))
+    doc = {'name': rpc_allocation.name,
+           'extra': dict(rpc_allocation.extra or {})}
+    patched = utils.apply_jsonpatch(doc, patch)
+    if patched.get('name') is not None:
+        if not isinstance(patched['name'], str):
+            raise exception.Invalid('The name of an allocation must be a '
+                                    'string.')
+        _check_name(patched['name'])
+    if not isinstance(patched.get('extra') or {}, dict):
+        raise exception.Invalid('The extra of an allocation must be an '
+                                'object.')
+    return {k: patched.get(k) for k in PATCHABLE}
+
+
+def _gate(method):
+    """Allocations exist from 1.52: 404 on reads before, 405 otherwise."""
+    if not utils.allow_allocations():
+        if method == 'GET':
+            raise exception.NotFound()
+        pecan.abort(405)
+
+
+class AllocationsController(rest.RestController):
+    """REST controller for allocations."""
+
+    @pecan.expose()
+    def _route(self, args, request=None):
+        _gate(pecan.request.method)
+        return super()._route(args, request)
+
+    @expose.expose(AllocationCollection, types.uuid_or_name, str, str,
+                   types.uuid_or_name, int, str, str, types.listtype, str)
+    def get_all(self, node=None, resource_class=None, state=None,
+                marker=None, limit=None, sort_key=None, sort_dir=None,
+                fields=None, owner=None):
+        """List allocations (filters, paging and ``fields``)."""
+        query = dict(locals())
+        del query['self']
+        return _list(query, 'allocations')
+
+    @expose.expose(Allocation, types.uuid_or_name, types.listtype)
+    def get_one(self, allocation_ident, fields=None):
+        """Show one allocation by UUID or name."""
+        _check_fields(fields)
+        rpc_allocation = get_allocation(allocation_ident)
+        return convert_with_links(rpc_allocation,
+                                  _node_uuids([rpc_allocation]), fields)
+
+    @expose.expose(Allocation, body=Allocation, status_code=201)
+    def post(self, allocation):
+        """Create an allocation (or backfill one for a deployed node)."""
+        context = api.request.context
+        given = allocation.as_dict()
+        if given.get('owner') is not None and \
+                not utils.allow_allocation_owner():
+            raise exception.NotAcceptable(
+                'The "owner" field requires API version 1.60 or newer.')
+        if given.get('node') is not None and \
+                not utils.allow_allocation_backfill():
+            raise exception.NotAcceptable(
+                'The "node" field requires API version 1.58 or newer.')
+        for name in ('state', 'node_uuid', 'last_error'):
+            if name in given:
+                raise exception.Invalid('Cannot set %s on allocation '
+                                        'creation' % name)
+        values = {
+            'uuid': given.get('uuid'),
+            'name': given.get('name'),
+            'resource_class': given.get('resource_class'),
+            'traits': [utils.validate_trait(t)
+                       for t in given.get('traits') or []],
+            'extra': given.get('extra') or {},
+            'owner': given.get('owner'),
+        }
+        if values['name'] is not None:
+            _check_name(values['name'])
+        values['candidate_nodes'] = _candidate_uuids(
+            given.get('candidate_nodes') or [])
+
+        if given.get('node') is not None:
+            node = utils.get_query_node(given['node'])
+            if values['uuid'] is None:
+                values['uuid'] = node.instance_uuid or \
+                    uuidutils.generate_uuid()
+            _check_backfill(node, values)
+            if values['resource_class'] is None:
+                values['resource_class'] = node.resource_class
+            new = objects.Allocation(context, **values)
+            new.backfill(node.id, BACKFILL_STATES)
+            LOG.info('Allocation %(alloc)s backfilled for node %(node)s',
+                     {'alloc': new.uuid, 'node': node.uuid})
+            utils.set_location('allocations', new.uuid)
+            return convert_with_links(new, {node.id: node.uuid})
+
+        if not values['resource_class']:
+            raise exception.Invalid('The resource_class field is mandatory '
+                                    'when not backfilling')
+        values['uuid'] = values['uuid'] or uuidutils.generate_uuid()
+        # NOTE: 503 only here, before anything is written.
+        conductor = api.request.rpcapi.get_random_conductor(context)
+        new = objects.Allocation(context, state=states.ALLOCATING,
+                                 conductor_affinity=conductor.id, **values)
+        new.create()
+        api.request.rpcapi.create_allocation(context, new.id,
+                                             conductor.hostname)
+        LOG.info('Allocation %(alloc)s created for conductor %(host)s',
+                 {'alloc': new.uuid, 'host': conductor.hostname})
+        utils.set_location('allocations', new.uuid)
+        return convert_with_links(new, {})
+
+    @expose.expose(Allocation, types.uuid_or_name,
+                   body=[AllocationPatchType])
+    def patch(self, allocation_ident, patch=None):
+        """Change the name or extra of an allocation (1.57+)."""
+        if not utils.allow_allocation_update():
+            pecan.abort(405)
+        if not patch:
+            raise exception.Invalid('A JSON patch (a non-empty list of '
+                                    'operations) is required.')
+        rpc_allocation = get_allocation(allocation_ident)
+        for name, value in _patched_values(rpc_allocation, patch).items():
+            if rpc_allocation[name] != value:
+                rpc_allocation[name] = value
+        rpc_allocation.save()
+        return convert_with_links(rpc_allocation,
+                                  _node_uuids([rpc_allocation]))
+
+    @expose.expose(None, types.uuid_or_name, status_code=204)
+    def delete(self, allocation_ident):
+        """Delete an allocation, freeing its node (through a conductor)."""
+        rpc_allocation = get_allocation(allocation_ident)
+        _destroy(rpc_allocation)
+
+
+def _destroy(rpc_allocation):
+    context = api.request.context
+    conductor = api.request.rpcapi.get_random_conductor(context)
+    api.request.rpcapi.destroy_allocation(context, rpc_allocation.id,
+                                          conductor.hostname)
+
+
+class NodeAllocationController(rest.RestController):
+    """/v1/nodes/{node}/allocation: the allocation of one node."""
+
+    def __init__(self, node_ident):
+        super().__init__()
+        self.node_ident = node_ident
+
+    @pecan.expose()
+    def _route(self, args, request=None):
+        _gate(pecan.request.method)
+        return super()._route(args, request)
+
+    def _allocation(self):
+        node = utils.get_node(self.node_ident)
+        if node.allocation_id is None:
+            raise exception.AllocationNotFound(
+                allocation='of node %s' % node.uuid)
+        return node, objects.Allocation.get_by_id(api.request.context,
+                                                  node.allocation_id)
+
+    @expose.expose(Allocation, types.listtype)
+    def get_all(self, fields=None):
+        """Show the allocation of the node."""
+        _check_fields(fields)
+        node, rpc_allocation = self._allocation()
+        return convert_with_links(rpc_allocation, {node.id: node.uuid},
+                                  fields)
+
+    @expose.expose(None, status_code=204)
+    def delete(self):
+        """Delete the allocation of the node."""
+        _destroy(self._allocation()[1])

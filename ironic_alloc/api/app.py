@@ -1,0 +1,72 @@
+"""The WSGI application: Pecan app wrapped in its middleware.
+
+From the outside in: request id, http_proxy_to_wsgi, CORS, /healthcheck
+(unauthenticated), authentication ([DEFAULT]auth_strategy), version
+headers, Ironic error bodies, Pecan.
+"""
+
+from oslo_log import log
+from oslo_middleware import cors
+from oslo_middleware import http_proxy_to_wsgi
+from oslo_middleware import request_id
+import pecan
+
+from ironic_alloc.api.controllers.v1 import negotiation
+from ironic_alloc.api import healthcheck
+from ironic_alloc.api import hooks
+from ironic_alloc.api.middleware import auth
+from ironic_alloc.api.middleware import parsable_error
+from ironic_alloc.conf import CONF
+
+LOG = log.getLogger(__name__)
+
+# Headers a browser may send/see through CORS.
+CORS_ALLOW_HEADERS = ['X-Auth-Token', 'X-OpenStack-Ironic-API-Version',
+                      'OpenStack-API-Version', 'X-OpenStack-Request-Id']
+CORS_EXPOSE_HEADERS = ['X-OpenStack-Ironic-API-Version',
+                       'X-OpenStack-Ironic-API-Minimum-Version',
+                       'X-OpenStack-Ironic-API-Maximum-Version',
+                       'OpenStack-API-Version', 'X-OpenStack-Request-Id']
+
+
+def get_pecan_config():
+    return pecan.configuration.conf_from_dict({
+        'app': {
+            'root': 'ironic_alloc.api.controllers.root.RootController',
+            'modules': ['ironic_alloc.api'],
+            'static_root': None,
+            'debug': False,
+            'force_canonical': False,
+            'guess_content_type_from_ext': False,
+        },
+        'wsme': {'debug': CONF.api.debug_tracebacks_in_api},
+    })
+
+
+def setup_app(conf=CONF):
+    """Build the whole WSGI application for ``conf``."""
+    pecan_config = get_pecan_config()
+    app = pecan.make_app(
+        pecan_config.app.root,
+        debug=False,
+        static_root=None,
+        force_canonical=False,
+        guess_content_type_from_ext=False,
+        hooks=[hooks.ConfigHook(), hooks.ContextHook(), hooks.RPCHook(),
+               hooks.PublicUrlHook(), hooks.NoExceptionTracebackHook(),
+               hooks.ErrorHook()],
+        wrap_app=parsable_error.ParsableErrorMiddleware,
+        wsme=pecan_config.wsme,
+    )
+    app = negotiation.VersionHeadersMiddleware(app)
+    app = auth.wrap(app, conf)
+    app = healthcheck.Healthcheck(app, conf)
+    cors.set_defaults(allow_headers=CORS_ALLOW_HEADERS,
+                      expose_headers=CORS_EXPOSE_HEADERS,
+                      allow_methods=['GET', 'PUT', 'POST', 'DELETE',
+                                     'PATCH'])
+    app = cors.CORS(app, conf)
+    app = http_proxy_to_wsgi.HTTPProxyToWSGI(app, conf)
+    app = request_id.RequestId(app)
+    return app
+

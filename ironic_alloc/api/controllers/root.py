@@ -1,0 +1,35 @@
+"""The root document: GET / lists the API versions."""
+
+import pecan
+from pecan import rest
+
+from ironic_alloc import api
+from ironic_alloc.api.controllers import v1
+from ironic_alloc.api.controllers.v1 import types
+from ironic_alloc.api import expose
+
+
+class RootController(rest.RestController):
+
+    v1 = v1.Controller()
+
+    @expose.expose(types.jsontype)
+    def get(self):
+        """Name, description and versions of the API (unversioned)."""
+        current = v1.version_document(api.request.public_url)
+        return {
+            'name': 'OpenStack Ironic API',
+            'description': 'ironic_alloc is a bare metal node allocation '
+                           'service speaking the OpenStack Bare Metal '
+                           '(Ironic) API v1.',
+            'default_version': current,
+            'versions': [current],
+        }
+
+    @pecan.expose()
+    def _route(self, args, request=None):
+        # NOTE: redirect-free handling of "/v1" without the trailing slash
+        # and of a trailing slash on the root.
+        if args and args[0] == '':
+            args = args[1:]
+        return super()._route(args, request)

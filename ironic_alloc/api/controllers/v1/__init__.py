@@ -1,0 +1,82 @@
+"""Version 1 of the API: negotiation of the microversion, then routing.
+
+Add a resource by adding a controller attribute to ``Controller`` and,
+when it should be advertised in GET /v1, an entry in ``RESOURCES``.
+"""
+
+import pecan
+from pecan import rest
+
+from ironic_alloc import api
+from ironic_alloc.api.controllers import link
+from ironic_alloc.api.controllers.v1 import conductor
+from ironic_alloc.api.controllers.v1 import driver
+from ironic_alloc.api.controllers.v1 import negotiation
+from ironic_alloc.api.controllers.v1 import node
+from ironic_alloc.api.controllers.v1 import types
+from ironic_alloc.api.controllers.v1 import unsupported
+from ironic_alloc.api.controllers.v1 import utils
+from ironic_alloc.api.controllers.v1 import versions
+from ironic_alloc.api import expose
+
+# Resources linked from GET /v1: name -> version gate (None: always).
+RESOURCES = {
+    'nodes': None,
+    'ports': None,
+    'portgroups': utils.allow_portgroups,
+    'drivers': None,
+    'conductors': utils.allow_expose_conductors,
+}
+
+
+def version_document(public_url):
+    """The description of v1 used by GET / and GET /v1."""
+    return {
+        'id': 'v1',
+        'links': [{'href': '%s/v1/' % public_url.rstrip('/'),
+                   'rel': 'self'}],
+        'status': 'CURRENT',
+        'min_version': versions.MIN_VERSION_STRING,
+        'version': versions.MAX_VERSION_STRING,
+    }
+
+
+def _links(name):
+    return [{'href': lk.href, 'rel': lk.rel}
+            for lk in link.make_links(name, '')]
+
+
+class Controller(rest.RestController):
+    """Version 1 API controller root."""
+
+    nodes = node.NodesController()
+    conductors = conductor.ConductorsController()
+    drivers = driver.DriversController()
+    ports = unsupported.PortsController()
+    portgroups = unsupported.PortgroupsController()
+    volume = unsupported.VolumeController()
+
+    @expose.expose(types.jsontype)
+    def get(self):
+        """The v1 document: links, media types, resources."""
+        url = api.request.public_url
+        doc = version_document(url)
+        doc['links'].append({
+            'href': 'https://docs.openstack.org/api-ref/baremetal/',
+            'rel': 'describedby', 'type': 'text/html'})
+        doc['media_types'] = [{
+            'base': 'application/json',
+            'type': 'application/vnd.openstack.ironic.v1+json'}]
+        for name, gate in RESOURCES.items():
+            if gate is None or gate():
+                doc[name] = _links(name)
+        return doc
+
+    @pecan.expose()
+    def _route(self, args, request=None):
+        api.request.version = negotiation.negotiate(api.request.headers)
+        return super()._route(args, request)
+
+
+for _name, _feature in unsupported.TOP_LEVEL_FEATURES.items():
+    setattr(Controller, _name, unsupported.feature_controller(_feature)())

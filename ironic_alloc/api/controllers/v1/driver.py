@@ -1,0 +1,94 @@
+"""Drivers: /v1/drivers and /v1/drivers/{name}: the one 'fake-hardware'.
+
+No hardware is driven, so the only hardware type is ``fake-hardware``;
+its hosts are the live conductors.  Driver properties are empty; RAID
+logical disk properties and vendor passthru are unsupported (400).
+"""
+
+import pecan
+from pecan import rest
+import wsme
+from wsme import types as wtypes
+
+from ironic_alloc import api
+from ironic_alloc.api.controllers import link
+from ironic_alloc.api.controllers.v1 import conductor
+from ironic_alloc.api.controllers.v1 import types
+from ironic_alloc.api.controllers.v1 import unsupported
+from ironic_alloc.api.controllers.v1 import utils
+from ironic_alloc.api import expose
+from ironic_alloc.common import exception
+
+
+class Driver(wtypes.Base):
+    """API representation of a driver (hardware type)."""
+
+    name = str
+    hosts = [str]
+    type = str
+    links = wsme.wsattr([link.Link], readonly=True)
+    properties = wsme.wsattr([link.Link], readonly=True)
+
+
+class DriverList(wtypes.Base):
+    drivers = [Driver]
+
+
+def _convert(name, hosts):
+    driver = Driver(name=name, hosts=hosts)
+    if utils.allow_dynamic_drivers():
+        driver.type = 'dynamic'
+    driver.links = link.make_links('drivers', name)
+    if utils.allow_links_node_states():
+        driver.properties = link.make_links('drivers', name + '/properties')
+    return driver
+
+
+def _hosts():
+    return sorted(c.hostname for c in
+                  api.request.rpcapi.list_alive_conductors(
+                      api.request.context))
+
+
+class DriverPropertiesController:
+    """/v1/drivers/{name}/properties: no properties are required."""
+
+    def __init__(self, name):
+        self.name = name
+
+    @pecan.expose('json')
+    def index(self, **kwargs):
+        return {}
+
+
+class DriversController(rest.RestController):
+    """REST controller for drivers."""
+
+    @pecan.expose()
+    def _lookup(self, name, *remainder):
+        if not remainder:
+            return
+        if name not in conductor.DRIVERS:
+            raise exception.DriverNotFound(driver_name=name)
+        if remainder[0] == 'properties':
+            return DriverPropertiesController(name), remainder[1:]
+        return unsupported.feature_controller(
+            'Driver %s' % remainder[0])(name), remainder[1:]
+
+    @expose.expose(DriverList, str, types.boolean, types.listtype)
+    def get_all(self, type=None, detail=None, fields=None):
+        """List drivers: 'fake-hardware' (a dynamic driver)."""
+        if type not in (None, 'dynamic', 'classic'):
+            raise exception.Invalid('"type" must be "classic" or '
+                                    '"dynamic", not "%s".' % type)
+        hosts = _hosts()
+        drivers = [] if type == 'classic' else [
+            _convert(name, hosts) for name in conductor.DRIVERS]
+        return DriverList(drivers=drivers)
+
+    @expose.expose(Driver, str, types.listtype)
+    def get_one(self, name, fields=None):
+        """Show one driver.  :raises: DriverNotFound (404)."""
+        if name not in conductor.DRIVERS:
+            raise exception.DriverNotFound(driver_name=name)
+        return _convert(name, _hosts())

@@ -1,0 +1,651 @@
+"""Nodes: /v1/nodes, /v1/nodes/detail, /v1/nodes/{node} and sub-resources.
+
+Node creation writes through objects (no conductor needed); updates,
+deletion, trait changes and actions go to the node's conductor by RPC.
+"""
+
+import datetime
+import re
+
+from oslo_log import log
+from oslo_utils import uuidutils
+import pecan
+from pecan import rest
+import wsme
+from wsme import types as wtypes
+
+from ironic_alloc import api
+from ironic_alloc.api.controllers import base
+from ironic_alloc.api.controllers import link
+from ironic_alloc.api.controllers.v1 import collection
+from ironic_alloc.api.controllers.v1 import node_states
+from ironic_alloc.api.controllers.v1 import node_traits
+from ironic_alloc.api.controllers.v1 import types
+from ironic_alloc.api.controllers.v1 import unsupported
+from ironic_alloc.api.controllers.v1 import utils
+from ironic_alloc.api import expose
+from ironic_alloc.common import exception
+from ironic_alloc import objects
+from ironic_alloc.objects import node as node_obj
+
+LOG = log.getLogger(__name__)
+
+DESCRIPTION_MAX_LENGTH = 4096
+
+# Fields a plain (non-detailed) node list shows.
+DEFAULT_RETURN_FIELDS = ['instance_uuid', 'maintenance', 'power_state',
+                         'provision_state', 'uuid', 'name']
+
+# Columns a node list can be sorted by.
+SORT_KEYS = frozenset([
+    'id', 'uuid', 'name', 'driver', 'resource_class', 'instance_uuid',
+    'chassis_uuid', 'provision_state', 'target_provision_state',
+    'provision_updated_at', 'power_state', 'target_power_state',
+    'maintenance', 'fault', 'reservation', 'conductor_group', 'owner',
+    'lessee', 'protected', 'retired', 'automated_clean', 'console_enabled',
+    'boot_mode', 'secure_boot', 'inspection_started_at',
+    'inspection_finished_at', 'created_at', 'updated_at',
+])
+
+_CONDUCTOR_GROUP_RE = re.compile(r'^[a-zA-Z0-9_\-\.]*$')
+
+_str255 = types.StrictStringType(max_length=255)
+
+
+class Node(base.APIBase):
+    """API representation of a bare metal node (Ironic's wire shape)."""
+
+    uuid = types.uuid
+    """Unique UUID for this node"""
+
+    name = wsme.wsattr(_str255)
+    """The logical name for this node"""
+
+    driver = wsme.wsattr(_str255, mandatory=True)
+    """The driver (hardware type) of this node"""
+
+    driver_info = types.dicttype
+    """This node's driver configuration"""
+
+    driver_internal_info = wsme.wsattr(types.dicttype, readonly=True)
+    """This node's internal driver information"""
+
+    extra = types.dicttype
+    """This node's meta data"""
+
+    instance_info = types.dicttype
+    """This node's instance info"""
+
+    instance_uuid = types.uuid
+    """The UUID of the instance deployed on this node"""
+
+    chassis_uuid = types.uuid
+    """The UUID of the chassis (chassis are not supported: always null)"""
+
+    properties = types.dicttype
+    """The physical characteristics of this node"""
+
+    provision_state = wsme.wsattr(str, readonly=True)
+    """Represent the current provision state of the node"""
+
+    target_provision_state = wsme.wsattr(str, readonly=True)
+    """The user modified desired provision state of the node"""
+
+    provision_updated_at = wsme.wsattr(datetime.datetime, readonly=True)
+    """The UTC date and time of the last provision state change"""
+
+    power_state = wsme.wsattr(str, readonly=True)
+    """Represent the current (not transition) power state of the node"""
+
+    target_power_state = wsme.wsattr(str, readonly=True)
+    """The user modified desired power state of the node"""
+
+    maintenance = types.boolean
+    """Indicates whether the node is in maintenance mode"""
+
+    maintenance_reason = wsme.wsattr(str, readonly=True)
+    """Indicates reason for putting a node in maintenance mode"""
+
+    fault = wsme.wsattr(str, readonly=True)
+    """Indicates the active fault of a node"""
+
+    last_error = wsme.wsattr(str, readonly=True)
+    """Any error from the most recent transaction that started but failed"""
+
+    reservation = wsme.wsattr(str, readonly=True)
+    """The hostname of the conductor that holds an exclusive lock on it"""
+
+    console_enabled = wsme.wsattr(types.boolean, readonly=True)
+    """Indicates whether the console access is enabled or disabled"""
+
+    clean_step = wsme.wsattr(types.dicttype, readonly=True)
+    """The current clean step"""
+
+    deploy_step = wsme.wsattr(types.dicttype, readonly=True)
+    """The current deploy step"""
+
+    raid_config = wsme.wsattr(types.dicttype, readonly=True)
+    """Represents the current RAID configuration of the node"""
+
+    target_raid_config = wsme.wsattr(types.dicttype, readonly=True)
+    """The user modified RAID configuration of the node"""
+
+    inspection_started_at = wsme.wsattr(datetime.datetime, readonly=True)
+    """The UTC date and time when hardware inspection was started"""
+
+    inspection_finished_at = wsme.wsattr(datetime.datetime, readonly=True)
+    """The UTC date and time when hardware inspection finished"""
+
+    resource_class = wsme.wsattr(types.StrictStringType(max_length=80))
+    """The resource class of the node, matched by allocations"""
+
+    bios_interface = wsme.wsattr(_str255)
+    boot_interface = wsme.wsattr(_str255)
+    console_interface = wsme.wsattr(_str255)
+    deploy_interface = wsme.wsattr(_str255)
+    firmware_interface = wsme.wsattr(_str255)
+    inspect_interface = wsme.wsattr(_str255)
+    management_interface = wsme.wsattr(_str255)
+    network_interface = wsme.wsattr(_str255)
+    power_interface = wsme.wsattr(_str255)
+    raid_interface = wsme.wsattr(_str255)
+    rescue_interface = wsme.wsattr(_str255)
+    storage_interface = wsme.wsattr(_str255)
+    vendor_interface = wsme.wsattr(_str255)
+    """Hardware interface names: stored and shown, not acted upon"""
+
+    traits = wsme.wsattr([str], readonly=True)
+    """The traits of this node (changed through /traits)"""
+
+    conductor_group = wsme.wsattr(_str255)
+    """The conductor group to manage this node"""
+
+    conductor = wsme.wsattr(str, readonly=True)
+    """The conductor currently serving this node"""
+
+    automated_clean = types.boolean
+    """Enable or disable automated cleaning"""
+
+    protected = types.boolean
+    """Whether the node is protected from undeploying, rebuilding and
+    deletion"""
+
+    protected_reason = wsme.wsattr(str)
+    """Why the node is protected"""
+
+    owner = wsme.wsattr(_str255)
+    """The project owning the node"""
+
+    lessee = wsme.wsattr(_str255)
+    """The project leasing the node"""
+
+    description = wsme.wsattr(str)
+    """A free-form description of the node"""
+
+    retired = types.boolean
+    """Whether the node is retired"""
+
+    retired_reason = wsme.wsattr(str)
+    """Why the node is retired"""
+
+    network_data = types.dicttype
+    """Static network configuration of the node"""
+
+    boot_mode = wsme.wsattr(str, readonly=True)
+    """The boot mode of the node"""
+
+    secure_boot = wsme.wsattr(types.boolean, readonly=True)
+    """Whether secure boot is on"""
+
+    links = wsme.wsattr([link.Link], readonly=True)
+    ports = wsme.wsattr([link.Link], readonly=True)
+    portgroups = wsme.wsattr([link.Link], readonly=True)
+    states = wsme.wsattr([link.Link], readonly=True)
+    volume = wsme.wsattr([link.Link], readonly=True)
+    """Links to the node and its sub-resources"""
+
+
+types.json_object(Node)
+
+# Wire attributes that are links, not fields of the node.
+LINK_FIELDS = ('links', 'ports', 'portgroups', 'states', 'volume')
+
+# Wire fields computed by the API, not stored with the node.
+API_ONLY_FIELDS = ('conductor',)
+
+
+def node_fields():
+    """Names accepted in ``fields`` (before version gates)."""
+    return {a.key for a in wtypes.list_attributes(Node)} - set(LINK_FIELDS)
+
+
+def _object_to_wire_dict(rpc_node):
+    """The stored fields of a node under their wire names."""
+    values = {k: v for k, v in rpc_node.as_dict().items()
+              if k not in ('id', 'interfaces', 'conductor_affinity',
+                           'allocation_id')}
+    for name in node_obj.INTERFACE_FIELDS:
+        values[name] = rpc_node.get_interface(name)
+    return values
+
+
+def api_only_fields(rpc_node, fields, hosts):
+    """Wire fields computed by the API rather than stored with the node.
+
+    NOTE: this is the one place for such fields; node.allocation_uuid
+    (1.52+) belongs here too.
+
+    :param fields: the requested ``fields`` or None for all.
+    :param hosts: ``{node uuid: conductor hostname}`` preloaded for a
+        whole page by utils.conductor_hosts_for(), or None.
+    """
+    values = {}
+    if utils.allow_expose_conductors() and (fields is None
+                                            or 'conductor' in fields):
+        if hosts is None:
+            hosts = utils.conductor_hosts_for([rpc_node])
+        values['conductor'] = hosts.get(rpc_node.uuid)
+    return values
+
+
+def wants_conductor(fields):
+    """Whether a response shows node.conductor (so hosts are needed)."""
+    return utils.allow_expose_conductors() and (fields is None
+                                                or 'conductor' in fields)
+
+
+def convert_with_links(rpc_node, fields=None, hosts=None):
+    """The wire form of a node for the request version and ``fields``."""
+    values = _object_to_wire_dict(rpc_node)
+    values.update(api_only_fields(rpc_node, fields, hosts))
+    values['provision_state'] = utils.shown_provision_state(
+        values['provision_state'])
+    node = Node()
+    for name, value in values.items():
+        setattr(node, name, value)
+    url = api.request.public_url
+    node.links = link.make_links('nodes', node.uuid, url)
+    if fields is None:
+        node.ports = link.make_links('nodes', node.uuid + '/ports', url)
+        if utils.allow_links_node_states():
+            node.states = link.make_links('nodes', node.uuid + '/states',
+                                          url)
+        if utils.allow_portgroups_subcontrollers():
+            node.portgroups = link.make_links(
+                'nodes', node.uuid + '/portgroups', url)
+        if utils.allow_volume():
+            node.volume = link.make_links('nodes', node.uuid + '/volume',
+                                          url)
+    for name in utils.disallowed_fields():
+        setattr(node, name, wtypes.Unset)
+    if fields is not None:
+        node.unset_fields_except(list(fields) + ['links'])
+    return node
+
+
+class NodePatchType(types.JsonPatchType):
+    """One operation of a node PATCH."""
+
+    @staticmethod
+    def internal_attrs():
+        return types.JsonPatchType.internal_attrs() + [
+            '/console_enabled', '/last_error', '/power_state',
+            '/provision_state', '/reservation', '/target_power_state',
+            '/target_provision_state', '/provision_updated_at',
+            '/maintenance_reason', '/driver_internal_info',
+            '/inspection_finished_at', '/inspection_started_at',
+            '/clean_step', '/deploy_step', '/raid_config',
+            '/target_raid_config', '/fault', '/conductor', '/boot_mode',
+            '/secure_boot', '/ports', '/portgroups', '/states', '/volume',
+        ] + ['/%s' % f for f in API_ONLY_FIELDS]
+
+    @staticmethod
+    def non_removable_attrs():
+        return {'/driver'}
+
+
+types.json_object(NodePatchType)
+
+
+class NodeCollection(collection.Collection):
+    """API representation of a page of nodes."""
+
+    nodes = [Node]
+    """A list containing node objects"""
+
+
+def check_name(name, verb='create node'):
+    """:raises: NotAcceptable before 1.5, Invalid for a bad/reserved name."""
+    if not utils.allow_node_logical_names():
+        raise exception.NotAcceptable(
+            'Node names require API version 1.5 or newer.')
+    if not utils.is_valid_node_name(name):
+        raise exception.Invalid("Cannot %s with invalid name '%s'"
+                                % (verb, name))
+    reserved = sorted(NodesController._custom_actions)
+    if name in reserved:
+        raise exception.Invalid(
+            'The word "%s" is reserved and can not be used as a node name. '
+            'Reserved words are: %s.' % (name, ', '.join(reserved)))
+
+
+def _check_values(values):
+    """Rules shared by create and update on wire-named values."""
+    if values.get('chassis_uuid'):
+        raise exception.UnsupportedFeature(feature='Chassis')
+    group = values.get('conductor_group')
+    if group and not _CONDUCTOR_GROUP_RE.match(group):
+        raise exception.Invalid(
+            'Invalid conductor_group "%s": it can only contain alphanumeric '
+            'characters, dashes, periods and underscores.' % group)
+    description = values.get('description')
+    if description and len(description) > DESCRIPTION_MAX_LENGTH:
+        raise exception.Invalid('Node description cannot exceed %d '
+                                'characters.' % DESCRIPTION_MAX_LENGTH)
+
+
+def _to_object_values(values):
+    """Wire-named values -> Node object fields (interfaces folded)."""
+    result = {}
+    interfaces = {}
+    for name, value in values.items():
+        if name in node_obj.INTERFACE_FIELDS:
+            if value is not None:
+                interfaces[name] = value
+        elif name not in LINK_FIELDS and name not in API_ONLY_FIELDS:
+            result[name] = value
+    if 'conductor_group' in result:
+        result['conductor_group'] = (result['conductor_group'] or '').lower()
+    result['interfaces'] = interfaces
+    return result
+
+
+# Sub-resources of a node: name -> (version gate or None, controller
+# class taking the node identifier).  Allocation routes add to this dict.
+SUBRESOURCES = {
+    'states': (None, node_states.NodeStatesController),
+    'maintenance': (None, node_states.NodeMaintenanceController),
+    'traits': (utils.allow_traits, node_traits.NodeTraitsController),
+    'ports': (None, unsupported.NodePortsController),
+    'portgroups': (utils.allow_portgroups_subcontrollers,
+                   unsupported.NodePortgroupsController),
+    'vifs': (utils.allow_vifs_subcontroller,
+             unsupported.NodeVifsController),
+    'volume': (utils.allow_volume, unsupported.NodeVolumeController),
+}
+for _name, _feature in unsupported.NODE_FEATURES.items():
+    SUBRESOURCES[_name] = (None, unsupported.feature_controller(_feature))
+
+
+class NodesController(rest.RestController):
+    """REST controller for nodes."""
+
+    _custom_actions = {
+        'detail': ['GET'],
+        'validate': ['GET'],
+    }
+
+    @pecan.expose()
+    def _lookup(self, ident, *remainder):
+        if not remainder:
+            return
+        gate, controller = SUBRESOURCES.get(remainder[0], (None, None))
+        if controller is None:
+            return
+        if gate is not None and not gate():
+            raise exception.NotFound(
+                'The resource %s of nodes is not available in API version '
+                '%s.' % (remainder[0], api.request.version))
+        return controller(ident), remainder[1:]
+
+    # Reads
+
+    def _get_nodes_collection(self, query, resource, detail):
+        """One page of nodes for a normalised list query.
+
+        :param query: dict of every query argument (None when absent).
+        :param resource: 'nodes' or 'nodes/detail' (for ``next``).
+        :param detail: whether all fields are shown by default.
+        """
+        fields = query['fields']
+        utils.check_allowed_fields(fields)
+        utils.check_for_invalid_fields(fields, node_fields())
+        if fields is None and not detail:
+            fields = DEFAULT_RETURN_FIELDS
+        limit = utils.validate_limit(query['limit'])
+        sort_dir = utils.validate_sort_dir(query['sort_dir'] or 'asc')
+        sort_key = utils.validate_sort_key(query['sort_key'] or 'id',
+                                           SORT_KEYS)
+        utils.check_allowed_fields([sort_key])
+        marker = None
+        if query['marker'] is not None:
+            marker = utils.get_query_node(query['marker']).id
+        filters = _list_filters(query)
+        nodes = objects.Node.list(api.request.context, filters=filters,
+                                  limit=limit, marker=marker,
+                                  sort_key=sort_key, sort_dir=sort_dir)
+        hosts = utils.conductor_hosts_for(nodes) if wants_conductor(
+            fields) else None
+        page = NodeCollection()
+        page.nodes = [convert_with_links(n, fields, hosts) for n in nodes]
+        page.next = collection.next_link(
+            resource, {k: v for k, v in query.items()
+                       if k not in ('limit', 'marker')},
+            nodes, limit)
+        return page
+
+    @expose.expose(NodeCollection, types.uuid, types.boolean,
+                   types.boolean, types.boolean, str, types.uuid, int, str,
+                   str, str, types.listtype, str, str, str, types.boolean,
+                   str, str, str)
+    def get_all(self, instance_uuid=None, associated=None, maintenance=None,
+                retired=None, provision_state=None, marker=None,
+                limit=None, sort_key=None, sort_dir=None, driver=None,
+                fields=None, resource_class=None, fault=None,
+                conductor_group=None, detail=None, owner=None, lessee=None,
+                description_contains=None):
+        """List nodes (Ironic's filters, paging and ``fields``)."""
+        query = dict(locals())
+        del query['self']
+        if detail is not None and not utils.allow_detail_query():
+            raise exception.NotAcceptable(
+                'The "detail" parameter requires API version 1.43 or '
+                'newer.')
+        if detail and fields is not None:
+            raise exception.Invalid('Can not specify ?detail=True and '
+                                    'fields in the same request.')
+        return self._get_nodes_collection(query, 'nodes', bool(detail))
+
+    @expose.expose(NodeCollection, types.uuid, types.boolean,
+                   types.boolean, types.boolean, str, types.uuid, int, str,
+                   str, str, str, str, str, str, str, str)
+    def detail(self, instance_uuid=None, associated=None, maintenance=None,
+               retired=None, provision_state=None, marker=None, limit=None,
+               sort_key=None, sort_dir=None, driver=None,
+               resource_class=None, fault=None, conductor_group=None,
+               owner=None, lessee=None, description_contains=None):
+        """List nodes with all their fields."""
+        query = dict(locals(), fields=None, detail=None)
+        del query['self']
+        return self._get_nodes_collection(query, 'nodes/detail', True)
+
+    @expose.expose(Node, types.uuid_or_name, types.listtype)
+    def get_one(self, node_ident, fields=None):
+        """Show one node.
+
+        :param node_ident: UUID or logical name of a node.
+        :param fields: the fields to show, or all.
+        """
+        utils.check_allowed_fields(fields)
+        utils.check_for_invalid_fields(fields, node_fields())
+        return convert_with_links(utils.get_node(node_ident), fields)
+
+    @expose.expose(wtypes.DictType(str, types.jsontype), types.uuid_or_name,
+                   types.uuid)
+    def validate(self, node=None, node_uuid=None):
+        """Validate a node's interfaces: all pass (no hardware here).
+
+        Reached as /v1/nodes/{node}/validate or /v1/nodes/validate?node=.
+        """
+        ident = node_uuid or node
+        if ident is None:
+            raise exception.MissingArgument(arg='node')
+        utils.get_node(ident)
+        return {name.replace('_interface', ''): {'result': True}
+                for name in node_obj.INTERFACE_FIELDS
+                if name != 'firmware_interface'}
+
+    # Writes
+
+    @expose.expose(Node, body=Node, status_code=201)
+    def post(self, node):
+        """Create a node (in 'enroll' at 1.11+, 'available' before)."""
+        given = node.as_dict()
+        # NOTE: an empty conductor_group is the default, as in Ironic.
+        utils.reject_fields_in_newer_versions(
+            f for f, v in given.items()
+            if v is not None and not (f == 'conductor_group' and v == ''))
+        if node.traits is not wtypes.Unset:
+            raise exception.Invalid(
+                'Cannot specify node traits on node creation. Traits must '
+                'be set via the node traits API.')
+        if 'protected' in given or 'protected_reason' in given:
+            raise exception.Invalid(
+                'Cannot specify protected or protected_reason on node '
+                'creation. These fields can only be set for active nodes')
+        if given.get('name') is not None:
+            check_name(given['name'])
+        _check_values(given)
+        values = _to_object_values(given)
+        values.setdefault('uuid', uuidutils.generate_uuid())
+        for name in ('properties', 'extra', 'driver_info', 'instance_info',
+                     'driver_internal_info'):
+            if values.get(name) is None:
+                values[name] = {}
+        values.update(provision_state=utils.initial_node_provision_state(),
+                      power_state=None, traits=[])
+        values.setdefault('conductor_group', '')
+        for name in ('maintenance', 'retired', 'protected',
+                     'console_enabled'):
+            values[name] = bool(values.get(name))
+        new_node = objects.Node(api.request.context, **values)
+        new_node.create()
+        LOG.info('Node %s created', new_node.uuid)
+        utils.set_location('nodes', new_node.uuid)
+        return convert_with_links(new_node)
+
+    @expose.expose(Node, types.uuid_or_name, types.boolean,
+                   body=[NodePatchType])
+    def patch(self, node_ident, reset_interfaces=None, patch=None):
+        """Update a node with an RFC 6902 JSON patch (through RPC)."""
+        if not patch:
+            raise exception.Invalid('A JSON patch (a non-empty list of '
+                                    'operations) is required.')
+        _check_patch(patch, reset_interfaces)
+        rpc_node = utils.get_node(node_ident)
+        for name in utils.get_patch_values(patch, '/name'):
+            if name is not None:
+                check_name(name, 'change name of node %s to' % node_ident)
+        doc = _object_to_wire_dict(rpc_node)
+        patched = utils.apply_jsonpatch(doc, patch)
+        changed = _validated_changes(doc, patched)
+        _check_values(changed)
+        values = _to_object_values(dict(changed))
+        interfaces = {} if reset_interfaces else dict(
+            rpc_node.interfaces or {})
+        for name in node_obj.INTERFACE_FIELDS:
+            if name in changed:
+                interfaces.pop(name, None)
+        interfaces.update(values.pop('interfaces'))
+        if interfaces != (rpc_node.interfaces or {}):
+            rpc_node.interfaces = interfaces
+        for name, value in values.items():
+            if rpc_node[name] != value:
+                rpc_node[name] = value
+        new_node = api.request.rpcapi.update_node(
+            api.request.context, rpc_node, utils.conductor_host(rpc_node))
+        return convert_with_links(new_node)
+
+    @expose.expose(None, types.uuid_or_name, status_code=204)
+    def delete(self, node_ident):
+        """Delete a node (through its conductor)."""
+        rpc_node = utils.get_node(node_ident)
+        api.request.rpcapi.destroy_node(api.request.context, rpc_node.id,
+                                        utils.conductor_host(rpc_node))
+
+
+# Node list filters: query name -> version gate (None: always).
+FILTERS = {
+    'instance_uuid': None,
+    'associated': None,
+    'maintenance': None,
+    'provision_state': utils.allow_provision_state_filter,
+    'driver': utils.allow_driver_filter,
+    'resource_class': utils.allow_resource_class_filter,
+    'fault': utils.allow_fault_filter,
+    'conductor_group': utils.allow_conductor_group_filter,
+    'owner': utils.allow_owner_filter,
+    'description_contains': utils.allow_description_filter,
+    'retired': utils.allow_retired_filter,
+    'lessee': utils.allow_lessee_filter,
+}
+
+
+def _list_filters(query):
+    """The DB filters of a list query.  :raises: NotAcceptable (406)."""
+    filters = {}
+    for name, gate in FILTERS.items():
+        if query.get(name) is None:
+            continue
+        if gate is not None and not gate():
+            raise exception.NotAcceptable(
+                'The "%s" filter is not available in API version %s.'
+                % (name, api.request.version))
+        filters[name] = query[name]
+    return filters
+
+
+def _check_patch(patch, reset_interfaces):
+    """Version and content rules of a node PATCH (before applying it)."""
+    if reset_interfaces is not None and not utils.allow_reset_interfaces():
+        raise exception.NotAcceptable(
+            'The "reset_interfaces" parameter requires API version 1.45 '
+            'or newer.')
+    roots = utils.patched_roots(patch)
+    utils.reject_fields_in_newer_versions(roots)
+    if 'traits' in roots:
+        raise exception.Invalid(
+            'Cannot update node traits via node patch. Node traits should '
+            'be updated via the node traits API.')
+    if reset_interfaces and not utils.get_patch_values(patch, '/driver'):
+        raise exception.Invalid(
+            "The reset_interfaces parameter can only be used when changing "
+            "the node's driver.")
+
+
+def _validated_changes(old, new):
+    """The changed wire values of a patched node, type-checked.
+
+    :raises: Invalid (400) for a value of the wrong type.
+    """
+    changes = {}
+    check = Node()
+    for name in set(old) | set(new):
+        if name in old and old.get(name) == new.get(name):
+            continue
+        value = new.get(name)
+        try:
+            setattr(check, name, value)
+        except (ValueError, exception.Invalid) as e:
+            raise exception.Invalid('Invalid value for field %s: %s'
+                                    % (name, e))
+        if value is None and name in _NOT_NULL:
+            raise exception.Invalid('The %s of a node cannot be null.'
+                                    % name)
+        changes[name] = value
+    if 'driver' in changes and not changes['driver']:
+        raise exception.Invalid('The driver of a node cannot be empty.')
+    return changes
+
+
+_NOT_NULL = ('driver', 'maintenance', 'protected', 'retired')

@@ -1,0 +1,134 @@
+"""Pecan hooks: per-request context, RPC client, URLs, error bodies."""
+
+import http.client as http_client
+import json
+import threading
+
+from oslo_log import log
+import pecan
+from webob import exc as webob_exc
+
+from ironic_alloc.common import context as ia_context
+from ironic_alloc.common import exception
+from ironic_alloc.conductor import rpcapi
+from ironic_alloc.conf import CONF
+
+LOG = log.getLogger(__name__)
+
+_RPCAPI = None
+_RPCAPI_LOCK = threading.Lock()
+
+TRACEBACK_MARKER = 'Traceback (most recent call last):'
+
+
+def get_rpcapi():
+    """The one conductor RPC client of this process, built lazily."""
+    global _RPCAPI
+    with _RPCAPI_LOCK:
+        if _RPCAPI is None:
+            _RPCAPI = rpcapi.ConductorAPI()
+        return _RPCAPI
+
+
+def reset_rpcapi():
+    """Forget the RPC client (tests that change the transport)."""
+    global _RPCAPI
+    with _RPCAPI_LOCK:
+        _RPCAPI = None
+
+
+class ConfigHook(pecan.hooks.PecanHook):
+    """Attach the configuration object to the request."""
+
+    def before(self, state):
+        state.request.cfg = CONF
+
+
+class ContextHook(pecan.hooks.PecanHook):
+    """Build the RequestContext from the request headers.
+
+    The request id comes from oslo.middleware's RequestId middleware,
+    which also puts X-OpenStack-Request-Id on every response.
+    """
+
+    def before(self, state):
+        state.request.context = ia_context.RequestContext.from_environ(
+            state.request.environ)
+
+
+class RPCHook(pecan.hooks.PecanHook):
+    """Attach the process-wide conductor RPC client to the request."""
+
+    def before(self, state):
+        state.request.rpcapi = get_rpcapi()
+
+
+class PublicUrlHook(pecan.hooks.PecanHook):
+    """The URL links are built on: [api]public_endpoint or the request's
+    (proxy headers applied by http_proxy_to_wsgi when enabled)."""
+
+    def before(self, state):
+        state.request.public_url = (CONF.api.public_endpoint
+                                    or state.request.application_url)
+
+
+def strip_traceback(text):
+    """``text`` without a remote traceback appended by oslo.messaging."""
+    if text and TRACEBACK_MARKER in text:
+        return text.split(TRACEBACK_MARKER, 1)[0].rstrip()
+    return text
+
+
+class NoExceptionTracebackHook(pecan.hooks.PecanHook):
+    """Cut remote tracebacks out of error messages.
+
+    oslo.messaging appends the conductor's traceback to the message of a
+    re-raised exception; clients must not see it unless
+    [api]debug_tracebacks_in_api.
+    """
+
+    def after(self, state):
+        if state.response.status_int < 400 or not state.response.body:
+            return
+        if CONF.api.debug_tracebacks_in_api:
+            return
+        try:
+            body = json.loads(state.response.body)
+        except ValueError:
+            return
+        if not isinstance(body, dict):
+            return
+        stripped = strip_traceback(body.get('faultstring'))
+        if stripped != body.get('faultstring'):
+            body['faultstring'] = stripped
+            state.response.body = json.dumps(body).encode()
+
+
+class ErrorHook(pecan.hooks.PecanHook):
+    """Errors raised outside WSME methods (routing, plain controllers).
+
+    Our exceptions get their ``code`` and message; anything unexpected is
+    logged and becomes a 500 without details.  WebOb HTTP errors (404 of
+    an unknown path, 405) are left to Pecan; ParsableErrorMiddleware
+    gives all of them the same body.
+    """
+
+    def on_error(self, state, e):
+        if isinstance(e, webob_exc.HTTPException):
+            return None
+        code = getattr(e, 'code', None)
+        if isinstance(e, exception.IronicAllocException) or (
+                isinstance(code, int) and 400 <= code < 600):
+            message = str(e)
+            if not CONF.api.debug_tracebacks_in_api:
+                message = strip_traceback(message)
+        else:
+            LOG.exception('Unexpected error handling %(method)s %(path)s',
+                          {'method': state.request.method,
+                           'path': state.request.path})
+            code = http_client.INTERNAL_SERVER_ERROR
+            message = 'An internal error occurred; see the API service log.'
+        body = {'faultcode': 'Client' if code < 500 else 'Server',
+                'faultstring': message, 'debuginfo': None}
+        return pecan.Response(json.dumps(body).encode(), status=code,
+                              content_type='application/json')

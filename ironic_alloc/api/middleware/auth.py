@@ -1,0 +1,47 @@
+"""Authentication middleware chosen by [DEFAULT]auth_strategy.
+
+* ``noauth``: none; every request is allowed.
+* ``keystone``: keystonemiddleware's auth_token ([keystone_authtoken]).
+* ``http_basic``: oslo.middleware's basic auth against the htpasswd
+  (bcrypt) file [oslo_middleware]http_basic_auth_user_file.
+
+The version discovery documents (GET / and GET /v1) stay public, as in
+Ironic, so clients can negotiate before authenticating.
+"""
+
+from oslo_log import log
+
+LOG = log.getLogger(__name__)
+
+PUBLIC_PATHS = frozenset(['', '/', '/v1', '/v1/'])
+
+
+class PublicRoutes:
+    """Send public paths around the authentication middleware."""
+
+    def __init__(self, app, authenticated_app):
+        self.app = app
+        self.authenticated_app = authenticated_app
+
+    def __call__(self, environ, start_response):
+        if environ.get('PATH_INFO', '') in PUBLIC_PATHS and \
+                environ.get('REQUEST_METHOD') in ('GET', 'HEAD'):
+            return self.app(environ, start_response)
+        return self.authenticated_app(environ, start_response)
+
+
+def wrap(app, conf):
+    """``app`` behind the authentication of ``conf.auth_strategy``."""
+    strategy = conf.auth_strategy
+    if strategy == 'noauth':
+        LOG.warning('The API runs without authentication '
+                    '([DEFAULT]auth_strategy = noauth).')
+        return app
+    if strategy == 'keystone':
+        from keystonemiddleware import auth_token
+        authenticated = auth_token.AuthProtocol(
+            app, {'oslo_config_config': conf})
+    else:
+        from oslo_middleware import basic_auth
+        authenticated = basic_auth.BasicAuthMiddleware(app)
+    return PublicRoutes(app, authenticated)

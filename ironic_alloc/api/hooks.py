@@ -123,9 +123,9 @@ class ErrorHook(pecan.hooks.PecanHook):
             if not CONF.api.debug_tracebacks_in_api:
                 message = strip_traceback(message)
         else:
-            LOG.exception('Unexpected error handling %(method)s %(path)s',
-                          {'method': state.request.method,
-                           'path': state.request.path})
+            LOG.error('Unexpected error handling %(method)s %(path)s',
+                      {'method': state.request.method,
+                       'path': state.request.path}, exc_info=e)
             code = http_client.INTERNAL_SERVER_ERROR
             message = 'An internal error occurred; see the API service log.'
         body = {'faultcode': 'Client' if code < 500 else 'Server',

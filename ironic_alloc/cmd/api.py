@@ -1,0 +1,35 @@
+"""ironic-alloc-api: the API on the development WSGI server.
+
+Listens on [api]host_ip:[api]port.  For production run
+``ironic_alloc.wsgi.api:application`` under a WSGI server instead.
+"""
+
+import sys
+
+from oslo_log import log
+
+from ironic_alloc.api import app
+from ironic_alloc.common import service as service_utils
+from ironic_alloc.common import wsgi_server
+from ironic_alloc.conf import CONF
+
+LOG = log.getLogger(__name__)
+
+
+def main():
+    service_utils.prepare_service()
+    server = wsgi_server.Server(app.setup_app(), CONF.api.host_ip,
+                                CONF.api.port)
+    LOG.info('ironic-alloc-api listening on http://%(host)s:%(port)s',
+             {'host': CONF.api.host_ip, 'port': server.port})
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.stop()
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

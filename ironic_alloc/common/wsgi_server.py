@@ -1,0 +1,77 @@
+"""A small threaded WSGI server for development and the standalone mode.
+
+Built on the standard library (wsgiref + socketserver.ThreadingMixIn): one
+thread per request, no eventlet.  Production deployments run
+ironic_alloc.wsgi.api:application under a real WSGI server instead.
+"""
+
+import socketserver
+import threading
+from wsgiref import simple_server
+
+from oslo_log import log
+
+LOG = log.getLogger(__name__)
+
+
+class _ThreadingWSGIServer(socketserver.ThreadingMixIn,
+                           simple_server.WSGIServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+
+class _QuietHandler(simple_server.WSGIRequestHandler):
+    """Logs requests through oslo.log instead of stderr."""
+
+    def log_message(self, format, *args):
+        LOG.debug('%(client)s %(message)s',
+                  {'client': self.address_string(), 'message': format % args})
+
+
+class Server:
+    """Serve one WSGI application on ``host``:``port``.
+
+    :param port: 0 binds a free port; ``port`` then tells which.
+    """
+
+    def __init__(self, app, host='127.0.0.1', port=0):
+        self._server = simple_server.make_server(
+            host, port, app, server_class=_ThreadingWSGIServer,
+            handler_class=_QuietHandler)
+        self._thread = None
+        self._serving = threading.Event()
+
+    @property
+    def host(self):
+        return self._server.server_address[0]
+
+    @property
+    def port(self):
+        """The bound TCP port."""
+        return self._server.server_address[1]
+
+    def start(self):
+        """Serve in a background thread; returns at once."""
+        self._thread = threading.Thread(target=self.serve_forever,
+                                        name='wsgi-server', daemon=True)
+        self._thread.start()
+        self._serving.wait()
+
+    def serve_forever(self):
+        """Serve in this thread until stop() is called."""
+        LOG.info('Serving the API on http://%(host)s:%(port)s',
+                 {'host': self.host, 'port': self.port})
+        self._serving.set()
+        self._server.serve_forever(poll_interval=0.2)
+
+    def stop(self):
+        """Stop serving and close the socket (idempotent)."""
+        # NOTE: shutdown() waits for serve_forever(), so only call it when
+        # that ran.
+        if self._serving.is_set():
+            self._server.shutdown()
+            self._serving.clear()
+        self._server.server_close()
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None

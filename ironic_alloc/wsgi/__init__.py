@@ -1,0 +1,1 @@
+"""Entry points for WSGI servers (mod_wsgi, uWSGI, gunicorn)."""

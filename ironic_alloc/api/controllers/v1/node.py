@@ -416,7 +416,7 @@ class NodesController(rest.RestController):
         sort_dir = utils.validate_sort_dir(query['sort_dir'] or 'asc')
         sort_key = utils.validate_sort_key(query['sort_key'] or 'id',
                                            SORT_KEYS)
-        utils.check_allowed_fields([sort_key])
+        utils.check_fields_exist_in_version([sort_key])
         marker = None
         if query['marker'] is not None:
             marker = utils.get_query_node(query['marker']).id

@@ -289,7 +289,13 @@ def check_allowed_fields(fields):
             'The "fields" parameter requires API version %d.%d or newer.'
             % (versions.BASE_VERSION,
                versions.MINOR_8_FETCHING_SUBSET_OF_FIELDS))
-    too_new = sorted(set(fields) & set(disallowed_fields()))
+    check_fields_exist_in_version(fields)
+
+
+def check_fields_exist_in_version(names):
+    """406 when a field named (in ``fields``, ``sort_key``...) is newer
+    than the request version."""
+    too_new = sorted(set(names) & set(disallowed_fields()))
     if too_new:
         raise exception.NotAcceptable(
             'Field(s) %s are not available in API version %s.'

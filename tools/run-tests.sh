@@ -1,0 +1,28 @@
+#!/bin/bash
+# Install ironic_alloc and its test dependencies into .venv (when needed)
+# and run the unit and functional tests on SQLite.  Tests that need
+# PostgreSQL, MariaDB or RabbitMQ skip, with the reason, when the server is
+# not there (CI=true makes them fail instead; see
+# doc/source/contributor/testing.rst).  .ci/run runs every tier with every
+# server.
+set -uo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$ROOT" || exit 1
+# shellcheck source=tools/ensure-venv.sh
+source "$ROOT/tools/ensure-venv.sh"
+
+ensure_venv requirements.txt test-requirements.txt || exit 1
+
+export OS_STDOUT_CAPTURE=1 OS_STDERR_CAPTURE=1 OS_LOG_CAPTURE=1
+status=0
+for tier in unit functional; do
+    echo "[$(date +%H:%M:%S)] $tier tests" >&2
+    "$VENV/bin/stestr" --test-path="./ironic_alloc/tests/$tier" run || status=1
+done
+if ((status)); then
+    echo "Some tests failed." >&2
+else
+    echo "All tests passed." >&2
+fi
+exit $status

@@ -1,0 +1,675 @@
+"""Unit tests of the pure parts of the benchmark tool (tools/bench).
+
+No network and no service: percentiles, error kinds, paging, the
+correctness checks on synthetic listings, the report, the profile
+grouping and the small parsers. The benchmark's numbers themselves are
+never asserted here (see doc/source/admin/performance.rst).
+"""
+
+import collections
+import io
+import json
+import os
+import tempfile
+
+from ironic_alloc.tests import base
+from tools.bench import checks
+from tools.bench import cli
+from tools.bench import client
+from tools.bench import phases
+from tools.bench import profile
+from tools.bench import progress
+from tools.bench import report
+from tools.bench import service
+from tools.bench import stats
+from tools.bench import sweep
+
+A1 = '11111111-1111-1111-1111-111111111111'
+A2 = '22222222-2222-2222-2222-222222222222'
+A3 = '33333333-3333-3333-3333-333333333333'
+N1 = 'aaaaaaaa-aaaa-aaaa-aaaa-aaaaaaaaaaaa'
+N2 = 'bbbbbbbb-bbbb-bbbb-bbbb-bbbbbbbbbbbb'
+N3 = 'cccccccc-cccc-cccc-cccc-cccccccccccc'
+
+
+class TestPercentile(base.TestCase):
+
+    def test_linear_interpolation(self):
+        values = [4, 1, 3, 2]  # unsorted on purpose
+        self.assertEqual(2.5, stats.percentile(values, 50))
+        self.assertAlmostEqual(3.97, stats.percentile(values, 99))
+        self.assertAlmostEqual(1.3, stats.percentile(values, 10))
+
+    def test_bounds_are_min_and_max(self):
+        values = [5.0, 0.5, 2.0]
+        self.assertEqual(0.5, stats.percentile(values, 0))
+        self.assertEqual(5.0, stats.percentile(values, 100))
+
+    def test_exact_rank(self):
+        self.assertEqual(3.0, stats.percentile([1, 2, 3, 4, 5], 50))
+        self.assertEqual(50.0, stats.percentile(range(101), 50))
+        self.assertEqual(99.0, stats.percentile(range(101), 99))
+
+    def test_single_and_empty(self):
+        self.assertEqual(7.0, stats.percentile([7], 99))
+        self.assertIsNone(stats.percentile([], 50))
+
+    def test_out_of_range(self):
+        self.assertRaises(ValueError, stats.percentile, [1], 101)
+        self.assertRaises(ValueError, stats.percentile, [1], -1)
+
+    def test_summarize(self):
+        summary = stats.summarize(x / 10.0 for x in range(1, 11))
+        self.assertEqual(10, summary['count'])
+        self.assertEqual(0.1, summary['min'])
+        self.assertEqual(1.0, summary['max'])
+        self.assertAlmostEqual(0.55, summary['mean'])
+        self.assertAlmostEqual(0.55, summary['p50'])
+        self.assertAlmostEqual(0.991, summary['p99'])
+
+    def test_summarize_empty(self):
+        summary = stats.summarize([])
+        self.assertEqual(0, summary['count'])
+        self.assertIsNone(summary['p50'])
+
+    def test_rate_and_ratio(self):
+        self.assertEqual(50.0, stats.rate(500, 10.0))
+        self.assertIsNone(stats.rate(5, 0))
+        self.assertEqual(1.5, stats.ratio(3.0, 2.0))
+        self.assertIsNone(stats.ratio(None, 2.0))
+        self.assertIsNone(stats.ratio(1.0, 0))
+
+
+class TestErrorKinds(base.TestCase):
+
+    def test_faultstring_of_ironic_error_body(self):
+        inner = {'faultcode': 'Client', 'faultstring': 'Node is locked',
+                 'debuginfo': None}
+        body = {'error_message': json.dumps(inner)}
+        self.assertEqual('Node is locked', client.faultstring(body))
+
+    def test_faultstring_of_other_bodies(self):
+        self.assertEqual('plain', client.faultstring(
+            {'error_message': 'plain'}))
+        self.assertEqual('direct', client.faultstring(
+            {'faultstring': 'direct'}))
+        self.assertEqual('Bad Gateway', client.faultstring(
+            None, b'Bad Gateway\n'))
+
+    def test_response_decodes_json(self):
+        response = client.Response(409, {}, json.dumps(
+            {'error_message': json.dumps({'faultstring': 'x'})}).encode())
+        self.assertFalse(response.ok)
+        self.assertEqual('x', response.faultstring)
+        self.assertIsNone(client.Response(502, {}, b'<html>').json)
+
+    def test_normalize_groups_uuids_and_numbers(self):
+        one = client.normalize_message('Node %s is locked by host 12' % N1)
+        two = client.normalize_message('Node %s is locked by host 7' % N2)
+        self.assertEqual(one, two)
+        self.assertEqual('Node <uuid> is locked by host <n>', one)
+
+    def test_normalize_truncates(self):
+        text = client.normalize_message('x' * 500)
+        self.assertEqual(client.KIND_PREFIX_LENGTH, len(text))
+        self.assertTrue(text.endswith('...'))
+
+    def test_kinds(self):
+        self.assertEqual('HTTP 503: No conductor',
+                         client.http_error_kind(503, 'No conductor'))
+        self.assertEqual('HTTP 500', client.http_error_kind(500, ''))
+        self.assertEqual('state error: No candidate node',
+                         client.state_error_kind('No candidate node'))
+        failed = client.ConnectionFailed('GET', '/v1', ConnectionResetError())
+        self.assertEqual('connection: ConnectionResetError',
+                         client.error_kind(failed))
+
+    def test_url(self):
+        api = client.ApiClient('https://example.com:8443/baremetal/')
+        self.assertEqual('/baremetal/v1/nodes?limit=2&fields=uuid',
+                         api.url('/v1/nodes', {'limit': 2, 'fields': 'uuid',
+                                               'marker': None}))
+        self.assertRaises(ValueError, client.ApiClient, 'example.com:6385')
+
+
+def _record(index, uuid=None, state=None, node=None, **kw):
+    record = phases.AllocationRecord(index=index, uuid=uuid, state=state,
+                                     node_uuid=node, **kw)
+    return record
+
+
+class TestAllocationRecord(base.TestCase):
+
+    def test_outcomes(self):
+        self.assertEqual('post_failed', _record(0, post_error='HTTP 503')
+                         .outcome)
+        self.assertEqual('active', _record(0, A1, 'active', N1).outcome)
+        self.assertEqual('error', _record(0, A1, 'error').outcome)
+        self.assertEqual('stuck', _record(0, A1, 'allocating',
+                                          stuck=True).outcome)
+        self.assertEqual('vanished', _record(0, A1, 'allocating',
+                                             vanished=True).outcome)
+        self.assertEqual('unfinished', _record(0, A1, 'allocating').outcome)
+
+    def test_error_kinds(self):
+        self.assertIsNone(_record(0, A1, 'active', N1).error_kind(60))
+        self.assertEqual('HTTP 503: x', _record(
+            0, post_error='HTTP 503: x').error_kind(60))
+        self.assertEqual('state error: No candidate node: <n>', _record(
+            0, A1, 'error', last_error='No candidate node: 3').error_kind(60))
+        self.assertEqual('stuck: still allocating after 60s', _record(
+            0, A1, 'allocating', stuck=True).error_kind(60))
+        self.assertIsNone(_record(0, A1, 'allocating').error_kind(60))
+
+    def test_observe(self):
+        record = _record(0, A1, 'allocating')
+        record.observe({'state': 'active', 'node_uuid': N1,
+                        'last_error': None})
+        self.assertEqual(('active', N1), (record.state, record.node_uuid))
+        record.observe(None)
+        self.assertEqual('active', record.state)
+
+
+class FakeClient:
+    """Serves canned pages and records the queries asked for."""
+
+    def __init__(self, pages):
+        self.pages = list(pages)
+        self.queries = []
+
+    def request(self, method, path, params=None):
+        self.queries.append(dict(params or {}))
+        status, document = self.pages.pop(0)
+        return client.Response(status, {}, json.dumps(document).encode())
+
+
+class TestListCollection(base.TestCase):
+
+    def test_follows_next_with_marker(self):
+        fake = FakeClient([
+            (200, {'nodes': [{'uuid': N1}, {'uuid': N2}], 'next': 'x'}),
+            (200, {'nodes': [{'uuid': N3}]}),
+        ])
+        items = checks.list_collection(fake, '/v1/nodes', 'nodes',
+                                       {'fields': 'uuid'}, limit=2)
+        self.assertEqual([N1, N2, N3], [i['uuid'] for i in items])
+        self.assertEqual([{'fields': 'uuid', 'limit': 2},
+                          {'fields': 'uuid', 'limit': 2, 'marker': N2}],
+                         fake.queries)
+
+    def test_stops_on_empty_page(self):
+        fake = FakeClient([(200, {'allocations': [], 'next': 'x'})])
+        self.assertEqual([], checks.list_collection(
+            fake, '/v1/allocations', 'allocations'))
+
+    def test_no_progress_is_an_error(self):
+        page = (200, {'nodes': [{'uuid': N1}], 'next': 'x'})
+        fake = FakeClient([page, page])
+        self.assertRaises(checks.ListingFailed, checks.list_collection,
+                          fake, '/v1/nodes', 'nodes', limit=1)
+
+    def test_http_error(self):
+        fake = FakeClient([(500, {'error_message': json.dumps(
+            {'faultstring': 'boom'})})])
+        exc = self.assertRaises(checks.ListingFailed,
+                                checks.list_collection, fake, '/v1/nodes',
+                                'nodes')
+        self.assertIn('HTTP 500: boom', str(exc))
+
+    def test_run_reports_unreadable_listing(self):
+        fake = FakeClient([(503, {})])
+        found, seconds = checks.run(fake, [])
+        self.assertEqual(['listings readable'], [c.name for c in found])
+        self.assertFalse(found[0].ok)
+
+
+def _node(uuid, alloc=None, instance=None):
+    return {'uuid': uuid, 'allocation_uuid': alloc,
+            'instance_uuid': instance if instance is not None else alloc}
+
+
+def _alloc(uuid, state='active', node=None):
+    return {'uuid': uuid, 'state': state, 'node_uuid': node}
+
+
+def _failed(found):
+    return {c.name: c.detail for c in found if not c.ok}
+
+
+class TestChecks(base.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.records = [_record(0, A1, 'active', N1),
+                        _record(1, A2, 'error'),
+                        _record(2, post_error='HTTP 503')]
+        self.nodes = [_node(N1, A1), _node(N2), _node(N3)]
+        self.allocations = [_alloc(A1, node=N1), _alloc(A2, 'error')]
+
+    def test_consistent_state_passes(self):
+        found = checks.check_after_allocate(self.records, self.nodes,
+                                            self.allocations)
+        self.assertEqual({}, _failed(found))
+        self.assertEqual(4, len(found))
+
+    def test_two_allocations_on_one_node(self):
+        self.allocations.append(_alloc(A3, node=N1))
+        failed = _failed(checks.check_after_allocate(
+            self.records, self.nodes, self.allocations))
+        self.assertIn('node %s has allocations %s, %s' % (N1, A1, A3),
+                      failed['one allocation per node'])
+
+    def test_one_allocation_on_two_nodes(self):
+        self.nodes[1] = _node(N2, A1)
+        failed = _failed(checks.check_after_allocate(
+            self.records, self.nodes, self.allocations))
+        self.assertIn('allocation %s is on nodes %s, %s' % (A1, N1, N2),
+                      failed['one allocation per node'])
+        self.assertIn('node %s points to allocation %s of node %s'
+                      % (N2, A1, N1), failed['nodes and allocations agree'])
+
+    def test_not_terminal_and_missing(self):
+        self.allocations[1] = _alloc(A2, 'allocating')
+        self.records.append(_record(3, A3, 'allocating', stuck=True))
+        failed = _failed(checks.check_after_allocate(
+            self.records, self.nodes, self.allocations))
+        detail = failed['every allocation terminal']
+        self.assertIn('2 problem(s)', detail)
+        self.assertIn('allocation %s is allocating' % A2, detail)
+        self.assertIn('allocation %s is not listed' % A3, detail)
+
+    def test_node_does_not_point_back(self):
+        self.nodes[0] = _node(N1)
+        failed = _failed(checks.check_after_allocate(
+            self.records, self.nodes, self.allocations))
+        self.assertIn('allocation %s is on node %s whose allocation_uuid is '
+                      'None' % (A1, N1),
+                      failed['nodes and allocations agree'])
+
+    def test_node_without_instance_uuid(self):
+        self.nodes[0] = {'uuid': N1, 'allocation_uuid': A1,
+                         'instance_uuid': None}
+        failed = _failed(checks.check_after_allocate(
+            self.records, self.nodes, self.allocations))
+        self.assertIn('has no instance_uuid',
+                      failed['nodes and allocations agree'])
+
+    def test_node_points_to_failed_or_unknown_allocation(self):
+        self.nodes[1] = _node(N2, A2)
+        self.nodes[2] = _node(N3, A3)
+        failed = _failed(checks.check_after_allocate(
+            self.records, self.nodes, self.allocations))
+        detail = failed['nodes and allocations agree']
+        self.assertIn('node %s points to allocation %s in state error'
+                      % (N2, A2), detail)
+        self.assertIn('node %s points to unlisted allocation %s'
+                      % (N3, A3), detail)
+
+    def test_error_allocation_with_a_node(self):
+        self.allocations[1] = _alloc(A2, 'error', node=N2)
+        failed = _failed(checks.check_after_allocate(
+            self.records, self.nodes, self.allocations))
+        self.assertIn('allocation %s is error but has node %s' % (A2, N2),
+                      failed['nodes and allocations agree'])
+
+    def test_allocation_moved_since_seen(self):
+        self.allocations[0] = _alloc(A1, node=N2)
+        self.nodes = [_node(N1), _node(N2, A1), _node(N3)]
+        failed = _failed(checks.check_after_allocate(
+            self.records, self.nodes, self.allocations))
+        self.assertEqual(['allocations stay where they were seen'],
+                         list(failed))
+
+    def test_examples_are_limited(self):
+        allocations = [_alloc('%08d-0000-0000-0000-000000000000' % i,
+                              'allocating') for i in range(10)]
+        records = [_record(i, a['uuid'], 'allocating')
+                   for i, a in enumerate(allocations)]
+        failed = _failed(checks.check_after_allocate(records, [],
+                                                     allocations))
+        detail = failed['every allocation terminal']
+        self.assertIn('10 problem(s)', detail)
+        self.assertIn('(and 7 more)', detail)
+
+    def test_after_delete(self):
+        self.records[0].delete_seconds = 0.01
+        self.records[1].delete_error = 'HTTP 409: x'
+        nodes = [_node(N1), _node(N2, A2), _node(N3)]
+        found = checks.check_after_delete(self.records, nodes,
+                                          [_alloc(A2, 'error')])
+        self.assertEqual({}, _failed(found))
+        found = checks.check_after_delete(
+            self.records, [_node(N1, A1)], [_alloc(A1, node=N1)])
+        failed = _failed(found)
+        self.assertIn('allocation %s is still listed' % A1,
+                      failed['deleted allocations are gone'])
+        self.assertIn('node %s still refers to %s' % (N1, A1),
+                      failed['deleted allocations freed their nodes'])
+
+
+def _settings(**kw):
+    return phases.Settings(endpoint='http://127.0.0.1:6385', **kw)
+
+
+def _sample_run(**overrides):
+    records = [_record(0, A1, 'active', N1, post_seconds=0.010,
+                       to_terminal_seconds=0.100, delete_seconds=0.020),
+               _record(1, A2, 'active', N2, post_seconds=0.030,
+                       to_terminal_seconds=0.300, delete_seconds=0.040)]
+    phase_results = {
+        'enroll': phases.PhaseResult('enroll', 4.0, 2),
+        'allocate': phases.PhaseResult('allocate', 0.5, 2),
+        'delete': phases.PhaseResult('delete', 0.25, 2),
+    }
+    found = [('after allocate', checks.Check('one allocation per node',
+                                             True, ''))]
+    extra = {'machine': {'cpus': 2, 'memory_gib': 23.4,
+                         'load_before': [0.5, 0.4, 0.3],
+                         'load_after': [1.0, 0.5, 0.3]}}
+    extra.update(overrides.pop('extra', {}))
+    return report.build_run(_settings(), {'nodes': 2, 'enroll': 'api'},
+                            phase_results, records, found, extra)
+
+
+class TestReport(base.TestCase):
+
+    def test_build_run(self):
+        result = _sample_run()
+        alloc = result['allocations']
+        self.assertEqual(2, alloc['active'])
+        self.assertEqual(2, alloc['created'])
+        self.assertEqual(4.0, alloc['active_per_second'])
+        self.assertEqual(0.25, alloc['seconds_per_allocation'])
+        self.assertAlmostEqual(0.2, result['latency']['post_to_active']
+                               ['p50'])
+        self.assertAlmostEqual(0.02, result['latency']['post']['p50'])
+        self.assertEqual(8.0, result['phases']['delete']['per_second'])
+        self.assertTrue(report.passed(result))
+        json.dumps(result)  # JSON-ready
+
+    def test_failures_do_not_pass(self):
+        result = _sample_run()
+        result['errors'] = {'HTTP 503: x': 1}
+        self.assertFalse(report.passed(result))
+        result = _sample_run()
+        result['checks'][0]['ok'] = False
+        self.assertFalse(report.passed(result))
+        result = _sample_run()
+        result['phases']['delete']['errors'] = {'HTTP 409': 1}
+        self.assertFalse(report.passed(result))
+
+    def test_errors_are_counted_by_kind(self):
+        records = [_record(0, A1, 'error', last_error='No candidate: 1'),
+                   _record(1, A2, 'error', last_error='No candidate: 2'),
+                   _record(2, post_error='HTTP 503: busy')]
+        errors = collections.Counter(r.error_kind(60) for r in records)
+        phase = phases.PhaseResult('allocate', 1.0, 3, errors=errors)
+        result = report.build_run(_settings(), {}, {'allocate': phase},
+                                  records, [])
+        self.assertEqual({'state error: No candidate: <n>': 2,
+                          'HTTP 503: busy': 1}, result['errors'])
+        self.assertEqual(0.0, result['allocations']['active_per_second'])
+        self.assertIsNone(result['latency']['post_to_active']['p50'])
+        text = report.format_run(result)
+        self.assertIn('     2  state error: No candidate: <n>', text)
+        self.assertIn('Correctness: not checked', text)
+
+    def test_format_run(self):
+        text = report.format_run(_sample_run())
+        self.assertIn('Benchmark of http://127.0.0.1:6385', text)
+        self.assertIn('machine: 2 CPUs, 23.4 GiB', text)
+        self.assertIn('4.0 allocations/s to active', text)
+        self.assertIn('0.2500 s per allocation', text)
+        self.assertIn('[ok] after allocate: one allocation per node', text)
+        self.assertIn('Result: PASS', text)
+        latency = [line for line in text.splitlines()
+                   if line.startswith('POST -> active')]
+        # count, p50, p90, p99, max in milliseconds
+        self.assertEqual(['POST', '->', 'active', '2', '200.0', '280.0',
+                          '298.0', '300.0'], latency[0].split())
+
+    def test_format_profile(self):
+        stacks = profile.parse_collapsed(
+            'main (a/ironic_alloc/api/x.py:1);q (s/sqlalchemy/orm.py:2) 3\n')
+        text = report.format_run(_sample_run(extra={
+            'profile': profile.summarize(stacks)}))
+        self.assertIn('3 samples', text)
+        self.assertIn('sqlalchemy', text)
+        text = report.format_run(_sample_run(extra={
+            'profile': profile.unavailable('py-spy is not installed')}))
+        self.assertIn('Profile: py-spy is not installed', text)
+
+    def test_format_sweep(self):
+        small = _sample_run()
+        large = _sample_run()
+        large['allocations']['seconds_per_allocation'] = 0.3
+        large['latency']['post_to_active']['p50'] = 0.3
+        rows = [{'nodes': 1000, 'load_seconds': 1.0, 'result': small,
+                 'rss_mib': {'loaded': 90.0, 'after': 100.0,
+                             'peak': 101.0}},
+                {'nodes': 100000, 'load_seconds': 30.0, 'result': large,
+                 'rss_mib': {'loaded': 95.0, 'after': 120.0,
+                             'peak': 130.0}}]
+        lines = report.format_sweep(rows).splitlines()
+        self.assertIn('ratios to 1000 nodes', lines[0])
+        self.assertEqual(['1000', '1.0', '4.0', '0.2500', '1.00', '200.0',
+                          '1.00', '90', '100', '101', '0', '0', 'ok'],
+                         lines[3].split())
+        self.assertEqual(['100000', '30.0', '4.0', '0.3000', '1.20',
+                          '300.0', '1.50', '95', '120', '130', '0', '0',
+                          'ok'], lines[4].split())
+
+    def test_machine_info_from_proc(self):
+        root = tempfile.mkdtemp()
+        self.addCleanup(lambda: __import__('shutil').rmtree(root))
+        with open(os.path.join(root, 'meminfo'), 'w') as f:
+            f.write('MemTotal:       25165824 kB\nMemFree: 1 kB\n')
+        with open(os.path.join(root, 'cpuinfo'), 'w') as f:
+            f.write('processor\t: 0\nmodel name\t: Fake CPU @ 2GHz\n')
+        info = report.machine_info(proc_root=root)
+        self.assertEqual(24.0, info['memory_gib'])
+        self.assertEqual('Fake CPU @ 2GHz', info['cpu_model'])
+
+    def test_write_json(self):
+        path = os.path.join(tempfile.mkdtemp(), 'out.json')
+        report.write_json(path, _sample_run())
+        with open(path) as f:
+            self.assertEqual(2, json.load(f)['allocations']['active'])
+
+
+class TestProgress(base.TestCase):
+
+    def test_render(self):
+        line = progress.render('allocate', 250, 500, 5.0)
+        self.assertTrue(line.startswith('allocate  [' + '#' * 12 + '.' * 12
+                                        + '] 250/500  50%'))
+        self.assertIn('50.0/s', line)
+        self.assertIn('eta 5s', line)
+        self.assertIn('0/0 100%', progress.render('x', 0, 0, 0))
+
+    def test_not_a_terminal_writes_tenths(self):
+        out = io.StringIO()
+        bar = progress.Progress('delete', 100, stream=out)
+        for _ in range(100):
+            bar.advance()
+        bar.finish('done')
+        lines = out.getvalue().splitlines()
+        self.assertEqual(10, len(lines))  # 9 tenths + the final line
+        self.assertNotIn('\r', out.getvalue())
+        self.assertTrue(lines[-1].endswith('done'))
+
+    def test_disabled(self):
+        out = io.StringIO()
+        bar = progress.Progress('x', 3, stream=out, enabled=False)
+        bar.advance(3)
+        bar.finish()
+        self.assertEqual('', out.getvalue())
+        self.assertEqual(3, bar.done)
+
+    def test_terminal_redraws_in_place(self):
+        class Tty(io.StringIO):
+            def isatty(self):
+                return True
+        out = Tty()
+        bar = progress.Progress('x', 2, stream=out, min_interval=0)
+        bar.advance()
+        bar.finish()
+        self.assertEqual(2, out.getvalue().count('\r'))
+        self.assertTrue(out.getvalue().endswith('\n'))
+
+
+class TestService(base.TestCase):
+
+    def test_parse_status(self):
+        text = 'Name:\tironic-alloc\nVmHWM:\t  204800 kB\nVmRSS:\t  102400 kB\n'
+        self.assertEqual({'rss_kib': 102400, 'peak_kib': 204800},
+                         service.parse_status(text))
+        self.assertEqual({'rss_kib': None, 'peak_kib': None},
+                         service.parse_status('Name: zombie\n'))
+
+    def test_memory_of_this_process(self):
+        memory = service.memory_of(os.getpid())
+        self.assertGreater(memory['rss'], 0)
+        self.assertGreaterEqual(memory['peak'], memory['rss'])
+        self.assertEqual({'rss': None, 'peak': None},
+                         service.memory_of(2 ** 22 + 1))
+
+    def test_render_config(self):
+        text = service.render_config(
+            '/tmp/x', 7000, db_url='sqlite:////tmp/x/db',
+            transport_url='rabbit://h', log_file='/tmp/x/log',
+            options=[('conductor', 'workers_pool_size', '32'),
+                     ('api', 'port', '7001')])
+        self.assertIn('[DEFAULT]\nstate_path = /tmp/x\nhost = bench-7000\n'
+                      'log_file = /tmp/x/log\ntransport_url = rabbit://h\n',
+                      text)
+        self.assertIn('[api]\nhost_ip = 127.0.0.1\nport = 7001\n', text)
+        self.assertIn('[database]\nconnection = sqlite:////tmp/x/db\n', text)
+        self.assertIn('[conductor]\nworkers_pool_size = 32\n', text)
+
+    def test_render_config_defaults(self):
+        text = service.render_config('/tmp/x', 7000)
+        self.assertNotIn('[database]', text)
+        self.assertNotIn('transport_url', text)
+
+    def test_parse_option(self):
+        self.assertEqual(('conductor', 'workers_pool_size', '8'),
+                         service.parse_option('conductor.workers_pool_size=8'))
+        self.assertEqual(('DEFAULT', 'debug', 'true'),
+                         service.parse_option('DEFAULT.debug = true'))
+        for bad in ('debug=true', 'conductor.workers', '.x=1'):
+            self.assertRaises(ValueError, service.parse_option, bad)
+
+    def test_free_port(self):
+        self.assertGreater(service.free_port(), 0)
+
+
+COLLAPSED = '\n'.join([
+    'run (threading.py:10);handle (/v/site-packages/pecan/core.py:5);'
+    'post (/r/ironic_alloc/api/controllers/v1/allocation.py:9);'
+    'create (/r/ironic_alloc/objects/allocation.py:3);'
+    'execute (/v/site-packages/sqlalchemy/engine/base.py:1) 6',
+    'run (threading.py:10);do_allocate (/r/ironic_alloc/conductor/'
+    'allocations.py:40);reserve (/r/ironic_alloc/db/sqlalchemy/api.py:460)'
+    ';dumps (/usr/lib/python3.11/json/encoder.py:2) 3',
+    'run (threading.py:10);wait (/usr/lib/python3.11/threading.py:320) 1',
+    'garbage line',
+    '',
+])
+
+
+class TestProfile(base.TestCase):
+
+    def test_parse_frame(self):
+        self.assertEqual(('execute', '/v/sqlalchemy/engine/base.py'),
+                         profile.parse_frame(
+                             'execute (/v/sqlalchemy/engine/base.py:1)'))
+        self.assertEqual(('process 12', ''),
+                         profile.parse_frame('process 12'))
+
+    def test_parse_collapsed(self):
+        stacks = profile.parse_collapsed(COLLAPSED)
+        self.assertEqual([6, 3, 1], [count for _frames, count in stacks])
+        self.assertEqual(5, len(stacks[0][0]))
+
+    def test_area_of(self):
+        self.assertEqual('api/', profile.area_of(
+            '/r/ironic_alloc/api/controllers/v1/node.py'))
+        self.assertEqual('db/', profile.area_of(
+            '/r/ironic_alloc/db/sqlalchemy/api.py'))
+        self.assertEqual('sqlalchemy', profile.area_of(
+            '/v/site-packages/sqlalchemy/orm/query.py'))
+        self.assertEqual('oslo_messaging', profile.area_of(
+            '/v/site-packages/oslo_messaging/rpc/client.py'))
+        self.assertEqual('ironic_alloc (other)', profile.area_of(
+            '/r/ironic_alloc/common/rpc.py'))
+        self.assertIsNone(profile.area_of('/usr/lib/python3.11/queue.py'))
+
+    def test_summarize(self):
+        summary = profile.summarize(profile.parse_collapsed(COLLAPSED))
+        self.assertEqual(10, summary['samples'])
+        areas = {a['area']: a['samples'] for a in summary['areas']}
+        self.assertEqual({'sqlalchemy': 6, 'json': 3,
+                          profile.OTHER: 1}, areas)
+        inclusive = {a['area']: a['samples'] for a in summary['inclusive']}
+        self.assertEqual({'sqlalchemy': 6, 'api/': 6, 'objects/': 6,
+                          'pecan/wsme/webob': 6, 'conductor/': 3,
+                          'db/': 3}, inclusive)
+        top = summary['functions'][0]
+        self.assertEqual('execute (sqlalchemy/engine/base.py)',
+                         top['function'])
+        self.assertEqual('sqlalchemy', top['area'])
+        self.assertEqual(60.0, top['percent'])
+        self.assertIn('dumps (json/encoder.py)',
+                      [f['function'] for f in summary['functions']])
+
+    def test_summarize_nothing(self):
+        self.assertEqual(0, profile.summarize([])['samples'])
+
+    def test_sampler_without_py_spy(self):
+        sampler = profile.Sampler(os.getpid(), '/nonexistent/out',
+                                  executable='')
+        sampler.executable = None
+        self.assertIn('py-spy is not installed', sampler.start())
+        self.assertEqual(0, sampler.stop()['samples'])
+
+
+class TestCommandLine(base.TestCase):
+
+    def test_parse_sizes(self):
+        self.assertEqual((1000, 10000), sweep.parse_sizes('10000, 1000,'))
+        self.assertRaises(ValueError, sweep.parse_sizes, '0,10')
+        self.assertRaises(ValueError, sweep.parse_sizes, '')
+
+    def test_run_arguments(self):
+        args = cli.build_parser().parse_args([
+            'run', '--nodes', '10', '--allocations', '5', '--traits',
+            'CUSTOM_A', 'CUSTOM_B', '--enroll', 'bulk', '--db-url',
+            'sqlite://'])
+        self.assertEqual(('run', 10, 5, 20, ['CUSTOM_A', 'CUSTOM_B']),
+                         (args.command, args.nodes, args.allocations,
+                          args.concurrency, args.traits))
+        self.assertEqual((0.05, 60.0, 'bench', True),
+                         (args.poll_interval, args.timeout,
+                          args.resource_class, args.checks))
+
+    def test_sweep_arguments(self):
+        args = cli.build_parser().parse_args([
+            'sweep', '--sizes', '1000,10000', '--service-option',
+            'conductor.workers_pool_size=8'])
+        self.assertEqual((1000, 10000), args.sizes)
+        self.assertEqual([('conductor', 'workers_pool_size', '8')],
+                         args.service_option)
+
+    def test_usage_errors(self):
+        stderr = io.StringIO()
+        self.useFixture(__import__('fixtures').MonkeyPatch('sys.stderr',
+                                                           stderr))
+        self.assertRaises(SystemExit, cli.main,
+                          ['run', '--enroll', 'bulk'])
+        self.assertIn('--enroll bulk needs --db-url', stderr.getvalue())
+        self.assertRaises(SystemExit, cli.main,
+                          ['sweep', '--db-url', 'postgresql://x/y'])
+        self.assertIn('--wipe-db', stderr.getvalue())
+        self.assertRaises(SystemExit, cli.main,
+                          ['run', '--concurrency', '0'])

@@ -1,0 +1,224 @@
+"""Command line of ``python -m tools.bench``."""
+
+import argparse
+import sys
+
+from tools.bench import phases
+from tools.bench import report
+from tools.bench import runner
+from tools.bench import service as service_mod
+from tools.bench import sweep as sweep_mod
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+
+
+def _positive_int(text):
+    value = int(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError('must be a positive integer')
+    return value
+
+
+def _positive_float(text):
+    value = float(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError('must be a positive number')
+    return value
+
+
+def _sizes(text):
+    try:
+        return sweep_mod.parse_sizes(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc))
+
+
+def _service_option(text):
+    try:
+        return service_mod.parse_option(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc))
+
+
+def _add_workload_args(parser):
+    parser.add_argument('--allocations', type=_positive_int, default=500,
+                        help='allocation requests to make (default 500)')
+    parser.add_argument('--concurrency', type=_positive_int, default=20,
+                        help='client threads, each with its own keep-alive '
+                             'connection (default 20)')
+    parser.add_argument('--resource-class', default='bench',
+                        help='resource class of the nodes and of the '
+                             'allocation requests (default bench)')
+    parser.add_argument('--traits', nargs='*', default=[],
+                        metavar='TRAIT',
+                        help='traits given to the nodes and required by '
+                             'every allocation')
+    parser.add_argument('--poll-interval', type=_positive_float,
+                        default=0.05,
+                        help='seconds between GETs of an allocation '
+                             '(default 0.05)')
+    parser.add_argument('--timeout', type=_positive_float, default=60.0,
+                        help='seconds after which an allocation that is '
+                             'not active or error is reported stuck '
+                             '(default 60)')
+    parser.add_argument('--request-timeout', type=_positive_float,
+                        default=30.0,
+                        help='socket timeout of one HTTP request '
+                             '(default 30)')
+    parser.add_argument('--json', metavar='PATH',
+                        help='also write the results as JSON to PATH')
+    parser.add_argument('--no-checks', dest='checks', action='store_false',
+                        help='skip the correctness checks (they list every '
+                             'node and allocation through the API)')
+    parser.add_argument('--no-progress', dest='progress',
+                        action='store_false',
+                        help='no progress lines on stderr')
+    parser.add_argument('--profile', action='store_true',
+                        help='sample the service with py-spy during the '
+                             'allocate phase (our service only; needs '
+                             '--service-pid with run)')
+
+
+def build_parser():
+    parser = argparse.ArgumentParser(
+        prog='python -m tools.bench',
+        description='Benchmark node allocation through the Bare Metal API '
+                    '(microversion %s).' % '1.79')
+    commands = parser.add_subparsers(dest='command', required=True)
+
+    run = commands.add_parser(
+        'run', help='benchmark one endpoint',
+        description='Enroll nodes, allocate them concurrently, delete the '
+                    'allocations; report throughput, latency, errors and '
+                    'correctness.')
+    run.add_argument('--endpoint', default='http://127.0.0.1:6385',
+                     help='API root URL (default http://127.0.0.1:6385)')
+    run.add_argument('--token', help='X-Auth-Token to send')
+    run.add_argument('--nodes', type=_positive_int, default=1000,
+                     help='nodes to enroll (default 1000)')
+    run.add_argument('--enroll', choices=('api', 'bulk'), default='api',
+                     help='api: create and provide nodes through the API '
+                          '(any Ironic); bulk: insert available nodes '
+                          'into ironic_alloc\'s database (--db-url), a '
+                          'fast loader for our service only')
+    run.add_argument('--no-enroll', action='store_true',
+                     help='enroll nothing: use the available nodes of the '
+                          'resource class that are there')
+    run.add_argument('--db-url',
+                     help='SQLAlchemy URL of the service database, for '
+                          '--enroll bulk')
+    run.add_argument('--keep', action='store_true',
+                     help='keep the enrolled nodes afterwards')
+    run.add_argument('--service-pid', type=_positive_int,
+                     help='pid of the service process, for --profile and '
+                          'memory figures (our service only)')
+    _add_workload_args(run)
+
+    sweep = commands.add_parser(
+        'sweep', help='scaling: fresh services with growing fleets',
+        description='For each size: start a standalone ironic-alloc, '
+                    'bulk-load the nodes, run the allocation workload, '
+                    'stop it; report the cost per allocation by size.')
+    sweep.add_argument('--sizes', type=_sizes,
+                       default=(1000, 10000, 100000),
+                       help='comma-separated node counts (default '
+                            '1000,10000,100000)')
+    sweep.add_argument('--db-url',
+                       help='SQLAlchemy URL of a database dedicated to the '
+                            'benchmark (default: SQLite in each service '
+                            'directory); it is emptied before each size')
+    sweep.add_argument('--wipe-db', action='store_true',
+                       help='confirm that --db-url may be emptied')
+    sweep.add_argument('--transport-url',
+                       help='oslo.messaging transport URL (default: the '
+                            'in-process fake:// transport)')
+    sweep.add_argument('--service-option', type=_service_option,
+                       action='append', default=[],
+                       metavar='SECTION.KEY=VALUE',
+                       help='an extra option of the service config file '
+                            '(repeatable), e.g. conductor.'
+                            'workers_pool_size=32')
+    sweep.add_argument('--keep-workdir', action='store_true',
+                       help='keep each service directory (log, database)')
+    sweep.add_argument('--workdir-root',
+                       help='where to create the service directories '
+                            '(default: the temporary directory)')
+    _add_workload_args(sweep)
+    return parser
+
+
+def _settings(args, endpoint=None, token=None):
+    return phases.Settings(
+        endpoint=endpoint or 'http://127.0.0.1:0',
+        concurrency=args.concurrency, resource_class=args.resource_class,
+        traits=tuple(args.traits), poll_interval=args.poll_interval,
+        timeout=args.timeout, token=token,
+        request_timeout=args.request_timeout, show_progress=args.progress)
+
+
+def _run(args, parser):
+    if args.enroll == 'bulk' and not args.no_enroll and not args.db_url:
+        parser.error('--enroll bulk needs --db-url (the service database)')
+    if args.allocations > args.nodes and not args.no_enroll:
+        print('Note: more allocations (%d) than nodes (%d): expect '
+              '"no candidate" errors' % (args.allocations, args.nodes),
+              file=sys.stderr)
+    settings = _settings(args, args.endpoint, args.token)
+    problem = runner.check_endpoint(settings)
+    if problem:
+        print('Error: %s' % problem, file=sys.stderr)
+        return EXIT_FAILED
+    options = runner.RunOptions(
+        nodes=args.nodes, allocations=args.allocations,
+        enroll='none' if args.no_enroll else args.enroll,
+        db_url=args.db_url, keep=args.keep, checks=args.checks,
+        profile=args.profile, service_pid=args.service_pid)
+    result = runner.run(settings, options)
+    print(report.format_run(result))
+    if args.json:
+        report.write_json(args.json, result)
+    if result['interrupted']:
+        return EXIT_INTERRUPTED
+    return EXIT_OK if report.passed(result) else EXIT_FAILED
+
+
+def _sweep(args, parser):
+    if args.db_url and not args.wipe_db:
+        parser.error('sweep empties --db-url before each size: add '
+                     '--wipe-db to confirm it is a benchmark database')
+    options = sweep_mod.SweepOptions(
+        sizes=args.sizes, allocations=args.allocations, db_url=args.db_url,
+        wipe_db=args.wipe_db, transport_url=args.transport_url,
+        service_options=tuple(args.service_option), checks=args.checks,
+        profile=args.profile, keep_workdir=args.keep_workdir,
+        workdir_root=args.workdir_root)
+    rows, status = sweep_mod.sweep(_settings(args), options)
+    print(report.format_sweep(rows))
+    if args.json:
+        report.write_json(args.json, {
+            'sizes': list(args.sizes), 'allocations': args.allocations,
+            'concurrency': args.concurrency, 'rows': rows})
+    if status == 'interrupted':
+        return EXIT_INTERRUPTED
+    if status == 'failed':
+        return EXIT_FAILED
+    return EXIT_OK if all(report.passed(r['result']) for r in rows) \
+        else EXIT_FAILED
+
+
+def main(argv=None):
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        if args.command == 'run':
+            return _run(args, parser)
+        return _sweep(args, parser)
+    except KeyboardInterrupt:
+        print('\nAborted.', file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except service_mod.ServiceFailed as exc:
+        print('Error: %s' % exc, file=sys.stderr)
+        return EXIT_FAILED

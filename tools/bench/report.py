@@ -1,0 +1,301 @@
+"""The result document of a run (JSON-ready) and its text tables.
+
+Times in the document are seconds; the tables show latencies in
+milliseconds.
+"""
+
+import collections
+import json
+import os
+import platform
+import time
+
+from tools.bench import stats
+
+OUTCOMES = ('active', 'error', 'stuck', 'post_failed', 'vanished',
+            'unfinished')
+
+
+def machine_info(proc_root='/proc'):
+    """CPU count, memory and load average of this machine."""
+    info = {'cpus': os.cpu_count(), 'python': platform.python_version(),
+            'platform': platform.platform(terse=True)}
+    try:
+        with open(os.path.join(proc_root, 'meminfo')) as f:
+            for line in f:
+                if line.startswith('MemTotal:'):
+                    info['memory_gib'] = round(
+                        int(line.split()[1]) / 1024 ** 2, 1)
+    except OSError:
+        pass
+    try:
+        with open(os.path.join(proc_root, 'cpuinfo')) as f:
+            for line in f:
+                if line.startswith('model name'):
+                    info['cpu_model'] = line.split(':', 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    return info
+
+
+def load_average():
+    try:
+        return [round(v, 2) for v in os.getloadavg()]
+    except OSError:
+        return None
+
+
+def phase_dict(phase):
+    """The JSON form of a phases.PhaseResult."""
+    if phase is None:
+        return None
+    return {'seconds': phase.seconds, 'items': phase.items,
+            'per_second': stats.rate(phase.items, phase.seconds),
+            'interrupted': phase.interrupted,
+            'errors': dict(phase.errors.most_common())}
+
+
+def build_run(settings, options, phases, records, checks, extra=None):
+    """The result document of one ``run``.
+
+    :param settings: the phases.Settings used.
+    :param options: a dict of the other run parameters (nodes, enroll...).
+    :param phases: dict phase name -> PhaseResult (or None if skipped).
+    :param records: the AllocationRecords of the allocate phase.
+    :param checks: list of (stage, checks.Check).
+    :param extra: more top-level keys (machine, service, profile...).
+    """
+    outcomes = collections.Counter(r.outcome for r in records)
+    allocate = phases.get('allocate')
+    wall = allocate.seconds if allocate else None
+    requested = len(records)
+    poll_errors = collections.Counter(
+        kind for r in records for kind in r.poll_errors)
+    result = {
+        'settings': dict(options, endpoint=settings.endpoint,
+                         concurrency=settings.concurrency,
+                         resource_class=settings.resource_class,
+                         traits=list(settings.traits),
+                         poll_interval=settings.poll_interval,
+                         timeout=settings.timeout),
+        'phases': {name: phase_dict(p) for name, p in phases.items()},
+        'allocations': dict(
+            {o: outcomes.get(o, 0) for o in OUTCOMES},
+            requested=requested,
+            created=sum(1 for r in records if r.uuid),
+            active_per_second=stats.rate(outcomes.get('active', 0), wall),
+            seconds_per_allocation=(wall / requested
+                                    if wall and requested else None)),
+        'latency': {
+            'post': stats.summarize(r.post_seconds for r in records
+                                    if r.post_seconds is not None),
+            'post_to_active': stats.summarize(
+                r.to_terminal_seconds for r in records
+                if r.outcome == 'active'),
+            'delete': stats.summarize(r.delete_seconds for r in records
+                                      if r.delete_seconds is not None),
+        },
+        'errors': dict((allocate.errors if allocate else
+                        collections.Counter()).most_common()),
+        'poll_errors': dict(poll_errors.most_common()),
+        'checks': [{'stage': stage, 'name': c.name, 'ok': c.ok,
+                    'detail': c.detail} for stage, c in checks],
+        'interrupted': any(p.interrupted for p in phases.values() if p),
+        'finished_at': time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime()),
+    }
+    result.update(extra or {})
+    return result
+
+
+def passed(result):
+    """True when the run had no errors, nothing stuck and every check ok."""
+    allocations = result['allocations']
+    return (not result['interrupted'] and not result['errors']
+            and allocations['active'] == allocations['requested']
+            and all(c['ok'] for c in result['checks'])
+            and not any((p or {}).get('errors')
+                        for p in result['phases'].values()))
+
+
+def _num(value, fmt='%.2f'):
+    return '-' if value is None else fmt % value
+
+
+def _ms(value):
+    return '-' if value is None else '%.1f' % (value * 1000)
+
+
+def _table(header, rows):
+    widths = [max(len(str(cell)) for cell in column)
+              for column in zip(header, *rows)]
+    lines = []
+    for i, row in enumerate([header] + rows):
+        cells = [str(c).ljust(w) if j == 0 else str(c).rjust(w)
+                 for j, (c, w) in enumerate(zip(row, widths))]
+        lines.append('  '.join(cells).rstrip())
+        if i == 0:
+            lines.append('  '.join('-' * w for w in widths))
+    return lines
+
+
+def _counter_lines(title, counts):
+    if not counts:
+        return ['%s: none' % title]
+    lines = ['%s:' % title]
+    for kind, count in sorted(counts.items(), key=lambda kv: -kv[1]):
+        lines.append('  %6d  %s' % (count, kind))
+    return lines
+
+
+def format_run(result):
+    """The human-readable report of one run."""
+    settings = result['settings']
+    lines = ['Benchmark of %s' % settings['endpoint'],
+             '  nodes %s (enroll: %s), allocations %d, concurrency %d, '
+             'resource class %r, traits %s, poll %gs, timeout %gs' % (
+                 settings.get('nodes'), settings.get('enroll'),
+                 result['allocations']['requested'],
+                 settings['concurrency'], settings['resource_class'],
+                 ','.join(settings['traits']) or '-',
+                 settings['poll_interval'], settings['timeout'])]
+    machine = result.get('machine')
+    if machine:
+        lines.append('  machine: %s CPUs, %s GiB; load average before %s, '
+                     'after %s' % (machine.get('cpus'),
+                                   machine.get('memory_gib'),
+                                   machine.get('load_before'),
+                                   machine.get('load_after')))
+    lines.append('')
+    rows = []
+    for name, phase in result['phases'].items():
+        if phase is None:
+            continue
+        rows.append([name, _num(phase['seconds']), phase['items'],
+                     _num(phase['per_second'], '%.1f'),
+                     sum(phase['errors'].values()),
+                     'yes' if phase['interrupted'] else ''])
+    lines += _table(['phase', 'wall s', 'items', 'items/s', 'errors',
+                     'interrupted'], rows)
+    lines.append('')
+    alloc = result['allocations']
+    lines.append('Allocations: %d requested, %d created, %d active, '
+                 '%d error, %d stuck, %d POST failed, %d vanished, '
+                 '%d unfinished' % (
+                     alloc['requested'], alloc['created'], alloc['active'],
+                     alloc['error'], alloc['stuck'], alloc['post_failed'],
+                     alloc['vanished'], alloc['unfinished']))
+    lines.append('  %s allocations/s to active; %s s per allocation '
+                 '(allocate wall time / requested)' % (
+                     _num(alloc['active_per_second'], '%.1f'),
+                     _num(alloc['seconds_per_allocation'], '%.4f')))
+    lines.append('')
+    rows = []
+    for label, key in (('POST /v1/allocations', 'post'),
+                       ('POST -> active', 'post_to_active'),
+                       ('DELETE /v1/allocations', 'delete')):
+        summary = result['latency'][key]
+        rows.append([label, summary['count'], _ms(summary['p50']),
+                     _ms(summary['p90']), _ms(summary['p99']),
+                     _ms(summary['max'])])
+    lines += _table(['latency (ms)', 'count', 'p50', 'p90', 'p99', 'max'],
+                    rows)
+    lines.append('')
+    lines += _counter_lines('Allocation errors', result['errors'])
+    delete = result['phases'].get('delete')
+    if delete:
+        lines += _counter_lines('Delete errors', delete['errors'])
+    enroll = result['phases'].get('enroll')
+    if enroll and enroll['errors']:
+        lines += _counter_lines('Enroll errors', enroll['errors'])
+    if result['poll_errors']:
+        lines += _counter_lines('Transient poll errors (retried)',
+                                result['poll_errors'])
+    lines.append('')
+    if result['checks']:
+        lines.append('Correctness (through the API):')
+        for check in result['checks']:
+            lines.append('  [%s] %s: %s%s' % (
+                'ok' if check['ok'] else 'FAIL', check['stage'],
+                check['name'],
+                ' - ' + check['detail'] if check['detail'] else ''))
+    else:
+        lines.append('Correctness: not checked')
+    service = result.get('service')
+    if service and service.get('rss_mib'):
+        lines.append('')
+        lines.append('Service RSS (MiB): %s' % ', '.join(
+            '%s %s' % (k, _num(v, '%.1f'))
+            for k, v in service['rss_mib'].items()))
+    if result.get('profile'):
+        lines.append('')
+        lines += format_profile(result['profile'])
+    lines.append('')
+    lines.append('Result: %s' % ('PASS (no errors, nothing stuck, checks ok)'
+                                 if passed(result) else 'see above'))
+    return '\n'.join(lines)
+
+
+def format_profile(profile):
+    """The text of a profile.summarize() document (or why it is absent)."""
+    if not profile.get('samples'):
+        return ['Profile: %s' % (profile.get('note') or 'no samples')]
+    lines = ['Profile of the service during the allocate phase: %d samples '
+             'of active threads (py-spy, %s Hz)' % (profile['samples'],
+                                                    profile.get('rate'))]
+    rows = [[a['area'], a['samples'], '%.1f%%' % a['percent']]
+            for a in profile['areas']]
+    lines += _table(['innermost area', 'samples', 'share'], rows)
+    lines.append('')
+    rows = [[a['area'], a['samples'], '%.1f%%' % a['percent']]
+            for a in profile['inclusive']]
+    lines += _table(['on the stack', 'samples', 'share'], rows)
+    lines.append('')
+    rows = [[f['function'], f['area'], f['samples'],
+             '%.1f%%' % f['percent']] for f in profile['functions']]
+    lines += _table(['top functions (self)', 'area', 'samples', 'share'],
+                    rows)
+    if profile.get('note'):
+        lines.append(profile['note'])
+    return lines
+
+
+def format_sweep(rows):
+    """The scaling table of a sweep.
+
+    :param rows: dicts with nodes, load_seconds, result (a run document)
+        and rss_mib (dict: loaded, after, peak).
+    """
+    if not rows:
+        return 'Sweep: no results'
+    base = rows[0]['result']['allocations']['seconds_per_allocation']
+    base_p50 = rows[0]['result']['latency']['post_to_active']['p50']
+    table = []
+    for row in rows:
+        result = row['result']
+        alloc = result['allocations']
+        p50 = result['latency']['post_to_active']['p50']
+        rss = row.get('rss_mib') or {}
+        table.append([
+            row['nodes'], _num(row.get('load_seconds'), '%.1f'),
+            _num(alloc['active_per_second'], '%.1f'),
+            _num(alloc['seconds_per_allocation'], '%.4f'),
+            _num(stats.ratio(alloc['seconds_per_allocation'], base)),
+            _ms(p50), _num(stats.ratio(p50, base_p50)),
+            _num(rss.get('loaded'), '%.0f'), _num(rss.get('after'), '%.0f'),
+            _num(rss.get('peak'), '%.0f'),
+            sum(result['errors'].values()), alloc['stuck'],
+            'ok' if all(c['ok'] for c in result['checks']) else 'FAIL'])
+    lines = ['Cost per allocation by fleet size (ratios to %d nodes)'
+             % rows[0]['nodes']]
+    lines += _table(['nodes', 'load s', 'alloc/s', 's/alloc', 'ratio',
+                     'p50 ->active ms', 'ratio', 'RSS loaded MiB',
+                     'RSS after MiB', 'RSS peak MiB', 'errors', 'stuck',
+                     'checks'], table)
+    return '\n'.join(lines)
+
+
+def write_json(path, document):
+    with open(path, 'w') as f:
+        json.dump(document, f, indent=2, sort_keys=True, default=str)
+        f.write('\n')

@@ -1,0 +1,190 @@
+"""One benchmark run: enroll, allocate, check, delete, check, clean up."""
+
+import dataclasses
+import os
+import sys
+import tempfile
+import threading
+import uuid
+
+from tools.bench import checks as checks_mod
+from tools.bench import client as api_client
+from tools.bench import phases as phases_mod
+from tools.bench import profile as profile_mod
+from tools.bench import report
+from tools.bench import service as service_mod
+
+
+@dataclasses.dataclass
+class RunOptions:
+    """The parameters of a run besides phases.Settings."""
+
+    nodes: int = 1000
+    allocations: int = 500
+    # 'api', 'bulk' (ironic_alloc only, needs db_url) or 'none'.
+    enroll: str = 'api'
+    db_url: str = None
+    keep: bool = False
+    checks: bool = True
+    profile: bool = False
+    service_pid: int = None
+
+    def describe(self):
+        return {'nodes': self.nodes, 'enroll': self.enroll,
+                'checks': self.checks, 'profile': self.profile}
+
+
+def _say(text):
+    print(text, file=sys.stderr, flush=True)
+
+
+def _enroll(settings, options, name_prefix, stop):
+    """:returns: (PhaseResult or None, node uuids created)."""
+    if options.enroll == 'api':
+        return phases_mod.enroll_api(settings, options.nodes, name_prefix,
+                                     stop)
+    if options.enroll == 'bulk':
+        from tools.bench import bulk
+        bar = settings.progress('load', options.nodes)
+        interrupted = False
+        try:
+            uuids, seconds = bulk.load_nodes(
+                options.db_url, options.nodes, settings.resource_class,
+                settings.traits, name_prefix=name_prefix, progress=bar,
+                stop=stop)
+        except KeyboardInterrupt:
+            # NOTE: the batch in flight is rolled back; loaded batches are
+            # not known here, so they stay (their names share the prefix).
+            stop.set()
+            interrupted = True
+            uuids, seconds = [], 0.0
+        bar.finish('(bulk loader, not the API)')
+        return (phases_mod.PhaseResult('enroll', seconds, options.nodes,
+                                       interrupted), uuids)
+    return None, []
+
+
+def _clean_up_nodes(settings, options, node_uuids):
+    if options.keep or not node_uuids:
+        return None
+    _say('Removing the %d nodes of this run (--keep keeps them)'
+         % len(node_uuids))
+    if options.enroll == 'bulk':
+        from tools.bench import bulk
+        bulk.delete_nodes(options.db_url, node_uuids)
+        return None
+    return phases_mod.delete_nodes_api(settings, node_uuids,
+                                       threading.Event())
+
+
+def _memory(pid):
+    return service_mod.memory_of(pid) if pid else None
+
+
+def _run_checks(settings, records, stage, after_delete, found, timings):
+    client = settings.client()
+    try:
+        results, seconds = checks_mod.run(client, records, after_delete)
+    finally:
+        client.close()
+    found.extend((stage, c) for c in results)
+    timings[stage] = seconds
+
+
+def run(settings, options):
+    """Run the benchmark once.
+
+    :returns: the result document (see report.build_run).
+    """
+    stop = threading.Event()
+    machine = report.machine_info()
+    machine['load_before'] = report.load_average()
+    name_prefix = 'bench-%s' % uuid.uuid4().hex[:8]
+    pid = options.service_pid
+    memory = {}
+    phases = {}
+    records = []
+    found_checks = []
+    check_seconds = {}
+    profile = None
+    enrolled = []
+    try:
+        phases['enroll'], enrolled = _enroll(settings, options, name_prefix,
+                                             stop)
+        if pid:
+            memory['loaded'] = (_memory(pid) or {}).get('rss')
+        if not stop.is_set():
+            sampler = None
+            if options.profile:
+                profile, sampler = _start_profile(pid)
+            try:
+                phases['allocate'], records = phases_mod.allocate(
+                    settings, options.allocations, stop)
+            finally:
+                if sampler is not None:
+                    profile = sampler.stop()
+            if pid:
+                memory['after_allocate'] = (_memory(pid) or {}).get('rss')
+        if options.checks and records and not stop.is_set():
+            _run_checks(settings, records, 'after allocate', False,
+                        found_checks, check_seconds)
+        # NOTE: allocations are deleted even after Ctrl-C (as clean-up,
+        # with a fresh stop event); a second Ctrl-C aborts.
+        interrupted = stop.is_set()
+        phases['delete'] = phases_mod.delete(
+            settings, records, threading.Event())
+        phases['delete'].interrupted |= interrupted
+        if options.checks and records and not interrupted:
+            _run_checks(settings, records, 'after delete', True,
+                        found_checks, check_seconds)
+    finally:
+        cleanup = _clean_up_nodes(settings, options, enrolled)
+    if cleanup is not None and cleanup.errors:
+        _say('Node clean-up errors: %s' % dict(cleanup.errors))
+    machine['load_after'] = report.load_average()
+    extra = {'machine': machine, 'check_seconds': check_seconds}
+    if pid:
+        peak = (_memory(pid) or {}).get('peak')
+        memory['after_run'] = (_memory(pid) or {}).get('rss')
+        memory['peak'] = peak
+        extra['service'] = {'pid': pid, 'rss_mib': memory}
+    if profile is not None:
+        extra['profile'] = profile
+    return report.build_run(settings, options.describe(), phases, records,
+                            found_checks, extra)
+
+
+def _start_profile(pid):
+    """:returns: (profile document or None, Sampler or None)."""
+    if not pid:
+        return profile_mod.unavailable(
+            'no service pid (run --service-pid, or sweep): profile '
+            'skipped'), None
+    workdir = tempfile.mkdtemp(prefix='bench-profile-')
+    sampler = profile_mod.Sampler(pid, os.path.join(workdir, 'stacks.txt'))
+    reason = sampler.start()
+    if reason:
+        _say(reason)
+        return profile_mod.unavailable(reason), None
+    _say('Profiling process %d with py-spy (%s)' % (pid, sampler.output))
+    return None, sampler
+
+
+def check_endpoint(settings):
+    """Fail early, with a clear message, when the API is unusable.
+
+    :returns: None, or an error message.
+    """
+    client = settings.client()
+    try:
+        response = client.request('GET', '/v1/allocations',
+                                  params={'limit': 1})
+    except api_client.ConnectionFailed as exc:
+        return 'cannot reach %s: %s' % (settings.endpoint, exc)
+    finally:
+        client.close()
+    if response.status != 200:
+        return 'GET /v1/allocations on %s: %s' % (
+            settings.endpoint, api_client.error_kind(response))
+    return None
+

@@ -65,9 +65,10 @@ class AllocationRecord:
 
     @property
     def outcome(self):
-        """post_failed, active, error, stuck, vanished or unfinished."""
+        """not_sent, post_failed, active, error, stuck, vanished or
+        unfinished (interrupted while allocating)."""
         if self.uuid is None:
-            return 'post_failed'
+            return 'post_failed' if self.post_error else 'not_sent'
         if self.vanished:
             return 'vanished'
         if self.state in TERMINAL_STATES:

@@ -13,7 +13,7 @@ import time
 from tools.bench import stats
 
 OUTCOMES = ('active', 'error', 'stuck', 'post_failed', 'vanished',
-            'unfinished')
+            'unfinished', 'not_sent')
 
 
 def machine_info(proc_root='/proc'):
@@ -108,14 +108,29 @@ def build_run(settings, options, phases, records, checks, extra=None):
     return result
 
 
+def problems(result):
+    """Why a run did not pass: a list of short sentences (empty = pass)."""
+    found = []
+    if result['interrupted']:
+        found.append('interrupted')
+    allocations = result['allocations']
+    missing = allocations['requested'] - allocations['active']
+    if missing:
+        found.append('%d of %d allocations not active' % (
+            missing, allocations['requested']))
+    for name, phase in result['phases'].items():
+        if phase and phase['errors']:
+            found.append('%d %s errors' % (sum(phase['errors'].values()),
+                                           name))
+    failed = sum(1 for c in result['checks'] if not c['ok'])
+    if failed:
+        found.append('%d correctness check(s) failed' % failed)
+    return found
+
+
 def passed(result):
     """True when the run had no errors, nothing stuck and every check ok."""
-    allocations = result['allocations']
-    return (not result['interrupted'] and not result['errors']
-            and allocations['active'] == allocations['requested']
-            and all(c['ok'] for c in result['checks'])
-            and not any((p or {}).get('errors')
-                        for p in result['phases'].values()))
+    return not problems(result)
 
 
 def _num(value, fmt='%.2f'):
@@ -181,10 +196,11 @@ def format_run(result):
     alloc = result['allocations']
     lines.append('Allocations: %d requested, %d created, %d active, '
                  '%d error, %d stuck, %d POST failed, %d vanished, '
-                 '%d unfinished' % (
+                 '%d unfinished, %d not sent' % (
                      alloc['requested'], alloc['created'], alloc['active'],
                      alloc['error'], alloc['stuck'], alloc['post_failed'],
-                     alloc['vanished'], alloc['unfinished']))
+                     alloc['vanished'], alloc['unfinished'],
+                     alloc['not_sent']))
     lines.append('  %s allocations/s to active; %s s per allocation '
                  '(allocate wall time / requested)' % (
                      _num(alloc['active_per_second'], '%.1f'),
@@ -231,8 +247,10 @@ def format_run(result):
         lines.append('')
         lines += format_profile(result['profile'])
     lines.append('')
-    lines.append('Result: %s' % ('PASS (no errors, nothing stuck, checks ok)'
-                                 if passed(result) else 'see above'))
+    found = problems(result)
+    lines.append('Result: %s' % ('FAIL: ' + '; '.join(found) if found else
+                                 'PASS (no errors, nothing stuck, checks '
+                                 'ok)'))
     return '\n'.join(lines)
 
 

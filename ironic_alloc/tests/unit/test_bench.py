@@ -150,6 +150,8 @@ class TestAllocationRecord(base.TestCase):
         self.assertEqual('vanished', _record(0, A1, 'allocating',
                                              vanished=True).outcome)
         self.assertEqual('unfinished', _record(0, A1, 'allocating').outcome)
+        self.assertEqual('not_sent', _record(0).outcome)
+        self.assertIsNone(_record(0).error_kind(60))
 
     def test_error_kinds(self):
         self.assertIsNone(_record(0, A1, 'active', N1).error_kind(60))
@@ -389,8 +391,12 @@ class TestReport(base.TestCase):
 
     def test_failures_do_not_pass(self):
         result = _sample_run()
-        result['errors'] = {'HTTP 503: x': 1}
-        self.assertFalse(report.passed(result))
+        result['phases']['allocate']['errors'] = {'HTTP 503: x': 1}
+        result['allocations']['active'] = 1
+        self.assertEqual(['1 of 2 allocations not active',
+                          '1 allocate errors'], report.problems(result))
+        self.assertIn('Result: FAIL: 1 of 2 allocations not active; '
+                      '1 allocate errors', report.format_run(result))
         result = _sample_run()
         result['checks'][0]['ok'] = False
         self.assertFalse(report.passed(result))

@@ -1,0 +1,126 @@
+"""``openstack baremetal node ...`` (python-ironicclient) against the real
+service."""
+
+import json
+
+from ironic_alloc.tests.clients import base
+
+IMAGE = 'http://images.example.com/cli-whole-disk.qcow2'
+CHECKSUM = 'c' * 64
+WAIT = str(base.WAIT)
+
+
+class TestNodeCommands(base.ClientTestCase):
+
+    def show(self, node):
+        return self.cli_json('node', 'show', node)
+
+    def test_node_life_cycle(self):
+        name = base.unique('cli-node')
+        rc = base.unique_rc('CLI')
+        node = self.cli_json('node', 'create', '--driver', 'fake-hardware',
+                             '--name', name, '--resource-class', rc,
+                             '--property', 'local_gb=10',
+                             '--extra', 'rack=r1')
+        uuid = node['uuid']
+        self.assertEqual(name, node['name'])
+        self.assertEqual('enroll', node['provision_state'])
+        self.assertEqual(rc, node['resource_class'])
+        # NOTE: the client sends KEY=VALUE values JSON-decoded when they can be.
+        self.assertEqual({'local_gb': 10}, node['properties'])
+
+        listed = self.cli_json('node', 'list', '--resource-class', rc)
+        # NOTE: with -f json the columns are the API's field names.
+        self.assertEqual([(uuid, name, 'enroll')],
+                         [(n['uuid'], n['name'], n['provision_state'])
+                          for n in listed])
+        long_list = self.cli_json('node', 'list', '--long',
+                                  '--resource-class', rc)
+        self.assertEqual([rc], [n['resource_class'] for n in long_list])
+
+        self.cli('node', 'set', name, '--description', 'clients tier',
+                 '--extra', 'row=7')
+        node = self.show(uuid)
+        self.assertEqual('clients tier', node['description'])
+        self.assertEqual({'rack': 'r1', 'row': 7}, node['extra'])
+        self.cli('node', 'unset', name, '--extra', 'rack')
+        self.assertEqual({'row': 7}, self.show(name)['extra'])
+
+        self.cli('node', 'add', 'trait', name, 'CUSTOM_GPU', 'CUSTOM_SSD')
+        traits = self.cli_json('node', 'trait', 'list', name)
+        self.assertEqual(['CUSTOM_GPU', 'CUSTOM_SSD'],
+                         sorted(t['traits'] for t in traits))
+        self.cli('node', 'remove', 'trait', name, 'CUSTOM_SSD')
+        self.assertEqual(['CUSTOM_GPU'], self.show(name)['traits'])
+
+        self.cli('node', 'manage', name, '--wait', WAIT)
+        self.assertEqual('manageable', self.show(name)['provision_state'])
+        self.cli('node', 'provide', name, '--wait', WAIT)
+        node = self.show(name)
+        self.assertEqual('available', node['provision_state'])
+        self.assertIsNone(node['target_provision_state'])
+
+        self.cli('node', 'set', name,
+                 '--instance-info', 'image_source=%s' % IMAGE,
+                 '--instance-info', 'image_checksum=%s' % CHECKSUM)
+        config_drive = json.dumps({'meta_data': {'hostname': name}})
+        self.cli('node', 'deploy', name, '--config-drive', config_drive,
+                 '--wait', WAIT)
+        node = self.show(name)
+        self.assertEqual('active', node['provision_state'])
+        self.assertIsNone(node['target_provision_state'])
+        self.assertEqual(IMAGE, node['instance_info']['image_source'])
+        self.assertIsNone(node['last_error'])
+
+        self.cli('node', 'undeploy', name, '--wait', WAIT)
+        node = self.show(name)
+        self.assertEqual('available', node['provision_state'])
+        self.assertEqual({}, node['instance_info'])
+        self.assertIsNone(node['instance_uuid'])
+
+        self.cli('node', 'maintenance', 'set', name, '--reason', 'testing')
+        node = self.show(name)
+        self.assertTrue(node['maintenance'])
+        self.assertEqual('testing', node['maintenance_reason'])
+        self.cli('node', 'maintenance', 'unset', name)
+        node = self.show(name)
+        self.assertFalse(node['maintenance'])
+        self.assertIsNone(node['maintenance_reason'])
+
+        self.cli('node', 'delete', name)
+        self.assertEqual([], self.cli_json('node', 'list',
+                                           '--resource-class', rc))
+        stderr = self.cli_error('node', 'show', uuid)
+        self.assertIn('Node %s could not be found' % uuid, stderr)
+
+    def test_show_missing_node(self):
+        stderr = self.cli_error('node', 'show', 'no-such-node')
+        self.assertIn('Node no-such-node could not be found', stderr)
+        self.assertIn('HTTP 404', stderr)
+
+    def test_create_with_unknown_driver(self):
+        stderr = self.cli_error('node', 'create', '--driver', 'no-such-hw',
+                                '--name', base.unique('cli-bad-driver'))
+        self.assertIn('no-such-hw', stderr)
+        self.assertIn('HTTP 400', stderr)
+
+    def test_deploy_in_wrong_state(self):
+        name = base.unique('cli-enroll')
+        self.cli('node', 'create', '--driver', 'fake-hardware',
+                 '--name', name)
+        stderr = self.cli_error('node', 'deploy', name)
+        self.assertIn('The requested action "deploy" can not be performed',
+                      stderr)
+        self.assertIn('"enroll"', stderr)
+        self.assertIn('HTTP 400', stderr)
+        self.cli('node', 'delete', name)
+
+    def test_invalid_trait(self):
+        name = base.unique('cli-trait')
+        self.cli('node', 'create', '--driver', 'fake-hardware',
+                 '--name', name)
+        stderr = self.cli_error('node', 'add', 'trait', name, 'lower_case')
+        self.assertIn('lower_case', stderr)
+        self.assertIn('HTTP 400', stderr)
+        self.assertEqual([], self.cli_json('node', 'trait', 'list', name))
+        self.cli('node', 'delete', name)

@@ -93,7 +93,8 @@ def parse_collapsed(text):
 
 def area_of(path):
     """The area of one frame's file path, or None."""
-    path = path.replace('\\', '/')
+    # NOTE: a leading slash lets relative paths match too.
+    path = '/' + path.replace('\\', '/').lstrip('/')
     for area, needles in AREAS:
         if any(n in path for n in needles):
             return area
@@ -189,7 +190,8 @@ class Sampler:
             self.process = subprocess.Popen(
                 [self.executable, 'record', '--pid', str(self.pid),
                  '--rate', str(self.rate), '--format', 'raw',
-                 '--nonblocking', '--output', self.output],
+                 '--nonblocking', '--full-filenames', '--output',
+                 self.output],
                 stdout=log, stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL, start_new_session=True)
         return None

@@ -610,6 +610,10 @@ class TestProfile(base.TestCase):
         self.assertEqual('ironic_alloc (other)', profile.area_of(
             '/r/ironic_alloc/common/rpc.py'))
         self.assertIsNone(profile.area_of('/usr/lib/python3.11/queue.py'))
+        # py-spy without --full-filenames writes paths like these
+        self.assertEqual('sqlalchemy', profile.area_of(
+            'sqlalchemy/orm/query.py'))
+        self.assertEqual('http server', profile.area_of('socketserver.py'))
 
     def test_summarize(self):
         summary = profile.summarize(profile.parse_collapsed(COLLAPSED))

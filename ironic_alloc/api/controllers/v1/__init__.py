@@ -9,6 +9,7 @@ from pecan import rest
 
 from ironic_alloc import api
 from ironic_alloc.api.controllers import link
+from ironic_alloc.api.controllers.v1 import allocation
 from ironic_alloc.api.controllers.v1 import conductor
 from ironic_alloc.api.controllers.v1 import driver
 from ironic_alloc.api.controllers.v1 import negotiation
@@ -26,6 +27,7 @@ RESOURCES = {
     'portgroups': utils.allow_portgroups,
     'drivers': None,
     'conductors': utils.allow_expose_conductors,
+    'allocations': utils.allow_allocations,
 }
 
 
@@ -50,6 +52,7 @@ class Controller(rest.RestController):
     """Version 1 API controller root."""
 
     nodes = node.NodesController()
+    allocations = allocation.AllocationsController()
     conductors = conductor.ConductorsController()
     drivers = driver.DriversController()
     ports = unsupported.PortsController()

@@ -17,6 +17,7 @@ from wsme import types as wtypes
 from ironic_alloc import api
 from ironic_alloc.api.controllers import base
 from ironic_alloc.api.controllers import link
+from ironic_alloc.api.controllers.v1 import allocation
 from ironic_alloc.api.controllers.v1 import collection
 from ironic_alloc.api.controllers.v1 import node_states
 from ironic_alloc.api.controllers.v1 import node_traits
@@ -161,7 +162,10 @@ class Node(base.APIBase):
     """The conductor group to manage this node"""
 
     conductor = wsme.wsattr(str, readonly=True)
-    """The conductor currently serving this node"""
+    """The conductor handling this node (1.49+)"""
+
+    allocation_uuid = wsme.wsattr(types.uuid, readonly=True)
+    """The UUID of the node's allocation (1.52+)"""
 
     automated_clean = types.boolean
     """Enable or disable automated cleaning"""
@@ -211,7 +215,7 @@ types.json_object(Node)
 LINK_FIELDS = ('links', 'ports', 'portgroups', 'states', 'volume')
 
 # Wire fields computed by the API, not stored with the node.
-API_ONLY_FIELDS = ('conductor',)
+API_ONLY_FIELDS = ('conductor', 'allocation_uuid')
 
 
 def node_fields():
@@ -229,35 +233,54 @@ def _object_to_wire_dict(rpc_node):
     return values
 
 
-def api_only_fields(rpc_node, fields, hosts):
+# API-only fields: name -> version gate.
+_API_ONLY_GATES = {
+    'conductor': utils.allow_expose_conductors,
+    'allocation_uuid': utils.allow_allocations,
+}
+
+
+def _shows(fields, name):
+    return _API_ONLY_GATES[name]() and (fields is None or name in fields)
+
+
+def preload(nodes, fields):
+    """What the API-only fields of a page of nodes need, one query each.
+
+    NOTE: this is the one place for API-only fields, so a page costs a
+    constant number of queries whatever its size.
+    """
+    context = api.request.context
+    return {
+        'hosts': (utils.conductor_hosts_for(nodes)
+                  if _shows(fields, 'conductor') else {}),
+        'allocation_uuids': (objects.Allocation.uuids_by_id(
+            context, [n.allocation_id for n in nodes])
+            if _shows(fields, 'allocation_uuid') else {}),
+    }
+
+
+def api_only_fields(rpc_node, fields, preloaded):
     """Wire fields computed by the API rather than stored with the node.
 
-    NOTE: this is the one place for such fields; node.allocation_uuid
-    (1.52+) belongs here too.
-
     :param fields: the requested ``fields`` or None for all.
-    :param hosts: ``{node uuid: conductor hostname}`` preloaded for a
-        whole page by utils.conductor_hosts_for(), or None.
+    :param preloaded: the result of preload() for the page.
     """
     values = {}
-    if utils.allow_expose_conductors() and (fields is None
-                                            or 'conductor' in fields):
-        if hosts is None:
-            hosts = utils.conductor_hosts_for([rpc_node])
-        values['conductor'] = hosts.get(rpc_node.uuid)
+    if _shows(fields, 'conductor'):
+        values['conductor'] = preloaded['hosts'].get(rpc_node.uuid)
+    if _shows(fields, 'allocation_uuid'):
+        values['allocation_uuid'] = preloaded['allocation_uuids'].get(
+            rpc_node.allocation_id)
     return values
 
 
-def wants_conductor(fields):
-    """Whether a response shows node.conductor (so hosts are needed)."""
-    return utils.allow_expose_conductors() and (fields is None
-                                                or 'conductor' in fields)
-
-
-def convert_with_links(rpc_node, fields=None, hosts=None):
+def convert_with_links(rpc_node, fields=None, preloaded=None):
     """The wire form of a node for the request version and ``fields``."""
+    if preloaded is None:
+        preloaded = preload([rpc_node], fields)
     values = _object_to_wire_dict(rpc_node)
-    values.update(api_only_fields(rpc_node, fields, hosts))
+    values.update(api_only_fields(rpc_node, fields, preloaded))
     values['provision_state'] = utils.shown_provision_state(
         values['provision_state'])
     node = Node()
@@ -363,6 +386,7 @@ def _to_object_values(values):
 # Sub-resources of a node: name -> (version gate or None, controller
 # class taking the node identifier).  Allocation routes add to this dict.
 SUBRESOURCES = {
+    'allocation': (None, allocation.NodeAllocationController),
     'states': (None, node_states.NodeStatesController),
     'maintenance': (None, node_states.NodeMaintenanceController),
     'traits': (utils.allow_traits, node_traits.NodeTraitsController),
@@ -424,10 +448,10 @@ class NodesController(rest.RestController):
         nodes = objects.Node.list(api.request.context, filters=filters,
                                   limit=limit, marker=marker,
                                   sort_key=sort_key, sort_dir=sort_dir)
-        hosts = utils.conductor_hosts_for(nodes) if wants_conductor(
-            fields) else None
+        preloaded = preload(nodes, fields)
         page = NodeCollection()
-        page.nodes = [convert_with_links(n, fields, hosts) for n in nodes]
+        page.nodes = [convert_with_links(n, fields, preloaded)
+                      for n in nodes]
         page.next = collection.next_link(
             resource, {k: v for k, v in query.items()
                        if k not in ('limit', 'marker')},

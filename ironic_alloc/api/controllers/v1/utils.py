@@ -263,6 +263,7 @@ VERSIONED_FIELDS = {
     'protected': versions.MINOR_48_NODE_PROTECTED,
     'protected_reason': versions.MINOR_48_NODE_PROTECTED,
     'conductor': versions.MINOR_49_CONDUCTORS,
+    'allocation_uuid': versions.MINOR_52_ALLOCATION,
     'owner': versions.MINOR_50_NODE_OWNER,
     'description': versions.MINOR_51_NODE_DESCRIPTION,
     'retired': versions.MINOR_61_NODE_RETIRED,

@@ -195,7 +195,9 @@ class ApiClient:
                     continue
                 raise ConnectionFailed(method, path, exc)
             self._used = True
-            if resp.getheader('Connection', '').lower() == 'close':
+            if resp.will_close:
+                # NOTE: an HTTP/1.0 server (wsgiref) or "Connection: close":
+                # the next request opens a new connection.
                 self.close()
             return Response(resp.status, dict(resp.getheaders()), payload)
         raise AssertionError('unreachable')

@@ -1,0 +1,116 @@
+"""Hundreds of concurrent allocation requests over real HTTP.
+
+The real WSGI app is served by the threaded development server on a
+loopback port; two real conductors share the database.  More requests than
+nodes: every allocation must end active or error, no node may be given
+twice, and node and allocation rows must agree.
+"""
+
+import http.client
+import json
+import threading
+import time
+
+from ironic_alloc.api import app as api_app
+from ironic_alloc.api import hooks
+from ironic_alloc.common import states
+from ironic_alloc.common import wsgi_server
+from ironic_alloc.tests import base
+from ironic_alloc.tests.functional.conductor import utils
+from ironic_alloc.tests.functional import fixtures as ia_fixtures
+
+HEADERS = {'Content-Type': 'application/json',
+           'X-OpenStack-Ironic-API-Version': '1.79'}
+
+
+class HttpAllocationRaceTestCase(base.DbTestCase):
+
+    NODES = 50
+    REQUESTS = 200
+    CLIENTS = 20
+
+    def setUp(self):
+        super().setUp()
+        self.config(auth_strategy='noauth')
+        for host in ('race-a', 'race-b'):
+            self.useFixture(ia_fixtures.ConductorFixture(
+                host=host, allocation_redrive_interval=2))
+        hooks.reset_rpcapi()
+        self.addCleanup(hooks.reset_rpcapi)
+        self.server = wsgi_server.Server(api_app.setup_app(), '127.0.0.1', 0)
+        self.server.start()
+        self.addCleanup(self.server.stop)
+
+    def request(self, conn, method, path, body=None):
+        conn.request(method, path, body=json.dumps(body) if body else None,
+                     headers=HEADERS)
+        response = conn.getresponse()
+        data = response.read()
+        return response.status, json.loads(data) if data else None
+
+    def test_concurrent_posts(self):
+        for i in range(self.NODES):
+            utils.make_available_node(
+                self.context, name='race-node-%d' % i,
+                traits=['CUSTOM_RACE'])
+        results = []
+        lock = threading.Lock()
+
+        def client(count):
+            conn = http.client.HTTPConnection('127.0.0.1', self.server.port,
+                                              timeout=60)
+            mine = []
+            for _ in range(count):
+                status, body = self.request(
+                    conn, 'POST', '/v1/allocations',
+                    {'resource_class': 'gold', 'traits': ['CUSTOM_RACE']})
+                mine.append((status, body))
+            for status, body in mine:
+                if status != 201:
+                    continue
+                deadline = time.monotonic() + 120
+                while body['state'] == states.ALLOCATING:
+                    if time.monotonic() > deadline:
+                        break
+                    time.sleep(0.05)
+                    _s, body = self.request(
+                        conn, 'GET', '/v1/allocations/%s' % body['uuid'])
+            with lock:
+                results.extend(mine)
+            conn.close()
+
+        threads = [threading.Thread(target=client,
+                                    args=(self.REQUESTS // self.CLIENTS,))
+                   for _ in range(self.CLIENTS)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+
+        statuses = [s for s, _b in results]
+        self.assertEqual([201] * self.REQUESTS, statuses)
+        conn = http.client.HTTPConnection('127.0.0.1', self.server.port)
+        allocations = []
+        marker = None
+        while True:
+            path = '/v1/allocations?limit=100'
+            if marker:
+                path += '&marker=%s' % marker
+            _s, page = self.request(conn, 'GET', path)
+            allocations += page['allocations']
+            if 'next' not in page:
+                break
+            marker = page['allocations'][-1]['uuid']
+        by_state = {}
+        for allocation in allocations:
+            by_state[allocation['state']] = by_state.get(
+                allocation['state'], 0) + 1
+        print('HTTP race: %d POSTs from %d clients on %d nodes -> %s'
+              % (self.REQUESTS, self.CLIENTS, self.NODES, by_state))
+        self.assertEqual({states.ALLOCATION_ACTIVE: self.NODES,
+                          states.ALLOCATION_ERROR:
+                              self.REQUESTS - self.NODES}, by_state)
+        nodes_taken = [a['node_uuid'] for a in allocations
+                       if a['state'] == states.ALLOCATION_ACTIVE]
+        self.assertEqual(self.NODES, len(set(nodes_taken)))
+        self.assertEqual([], utils.check_invariant())

@@ -205,6 +205,11 @@ def format_run(result):
                  '(allocate wall time / requested)' % (
                      _num(alloc['active_per_second'], '%.1f'),
                      _num(alloc['seconds_per_allocation'], '%.4f')))
+    cpu = result.get('allocate_cpu_seconds') or {}
+    if cpu.get('client') is not None:
+        lines.append('  CPU during the allocate phase: benchmark client '
+                     '%.1f s, service %s s' % (
+                         cpu['client'], _num(cpu.get('service'), '%.1f')))
     lines.append('')
     rows = []
     for label, key in (('POST /v1/allocations', 'post'),

@@ -77,6 +77,13 @@ def _clean_up_nodes(settings, options, node_uuids):
                                        threading.Event())
 
 
+def _cpu(pid):
+    """CPU seconds used so far by this process and by the service."""
+    times = os.times()
+    return {'client': times.user + times.system,
+            'service': service_mod.cpu_seconds(pid) if pid else None}
+
+
 def _memory(pid):
     return service_mod.memory_of(pid) if pid else None
 
@@ -108,6 +115,7 @@ def run(settings, options):
     check_seconds = {}
     profile = None
     enrolled = []
+    cpu = {}
     try:
         phases['enroll'], enrolled = _enroll(settings, options, name_prefix,
                                              stop)
@@ -117,12 +125,17 @@ def run(settings, options):
             sampler = None
             if options.profile:
                 profile, sampler = _start_profile(pid)
+            cpu_before = _cpu(pid)
             try:
                 phases['allocate'], records = phases_mod.allocate(
                     settings, options.allocations, stop)
             finally:
                 if sampler is not None:
                     profile = sampler.stop()
+            cpu = {name: (after - cpu_before[name]
+                          if None not in (after, cpu_before[name])
+                          else None)
+                   for name, after in _cpu(pid).items()}
             if pid:
                 memory['after_allocate'] = (_memory(pid) or {}).get('rss')
         if options.checks and records and not stop.is_set():
@@ -142,7 +155,8 @@ def run(settings, options):
     if cleanup is not None and cleanup.errors:
         _say('Node clean-up errors: %s' % dict(cleanup.errors))
     machine['load_after'] = report.load_average()
-    extra = {'machine': machine, 'check_seconds': check_seconds}
+    extra = {'machine': machine, 'check_seconds': check_seconds,
+             'allocate_cpu_seconds': cpu}
     if pid:
         peak = (_memory(pid) or {}).get('peak')
         memory['after_run'] = (_memory(pid) or {}).get('rss')

@@ -51,6 +51,27 @@ def memory_of(pid):
             for k, v in found.items()}
 
 
+def parse_stat_cpu(text, ticks_per_second):
+    """User + system CPU seconds from /proc/<pid>/stat text.
+
+    The command name (field 2) may hold spaces and parentheses, so the
+    fields are counted after its last closing parenthesis: utime and stime
+    are fields 14 and 15 of the line.
+    """
+    fields = text.rsplit(')', 1)[1].split()
+    # fields[0] is field 3 (state): utime is field 14 -> index 11.
+    return (int(fields[11]) + int(fields[12])) / float(ticks_per_second)
+
+
+def cpu_seconds(pid):
+    """CPU seconds (user + system) used so far by a process, or None."""
+    try:
+        with open('/proc/%d/stat' % pid) as f:
+            return parse_stat_cpu(f.read(), os.sysconf('SC_CLK_TCK'))
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def render_config(state_path, port, db_url=None, transport_url=None,
                   options=(), log_file=None):
     """The config file of a benchmark service.

@@ -426,6 +426,11 @@ class TestReport(base.TestCase):
         self.assertIn('machine: 2 CPUs, 23.4 GiB', text)
         self.assertIn('4.0 allocations/s to active', text)
         self.assertIn('0.2500 s per allocation', text)
+        self.assertNotIn('CPU during', text)
+        result = _sample_run(extra={'allocate_cpu_seconds': {
+            'client': 1.25, 'service': None}})
+        self.assertIn('benchmark client 1.2 s, service - s',
+                      report.format_run(result))
         self.assertIn('[ok] after allocate: one allocation per node', text)
         self.assertIn('Result: PASS', text)
         latency = [line for line in text.splitlines()
@@ -539,6 +544,14 @@ class TestService(base.TestCase):
         self.assertGreaterEqual(memory['peak'], memory['rss'])
         self.assertEqual({'rss': None, 'peak': None},
                          service.memory_of(2 ** 22 + 1))
+
+    def test_parse_stat_cpu(self):
+        # the command name may hold spaces and parentheses
+        text = ('4242 (ironic-alloc (x) y) S 1 4242 4242 0 -1 4194560 100 0 '
+                '0 0 250 50 0 0 20 0 9 0 100 700000000 26000 1844 0 0')
+        self.assertEqual(3.0, service.parse_stat_cpu(text, 100))
+        self.assertGreaterEqual(service.cpu_seconds(os.getpid()), 0)
+        self.assertIsNone(service.cpu_seconds(2 ** 22 + 1))
 
     def test_render_config(self):
         text = service.render_config(

@@ -10,6 +10,7 @@ it is missing the tests skip, or fail under CI=true.
 import json
 import os
 import shlex
+import time
 import uuid
 
 import fixtures
@@ -100,11 +101,18 @@ class ClientTestCase(oslo_base.BaseTestCase):
                 self.service.log_since(offset)))
         return attach
 
-    def _record(self, argv, result, stdin=None):
+    def _run(self, argv, stdin=None):
+        started = time.monotonic()
+        result = self.venv.run(argv, self.home, stdin=stdin)
+        self._record(argv, result, time.monotonic() - started, stdin=stdin)
+        return result
+
+    def _record(self, argv, result, elapsed, stdin=None):
         entry = ['$ %s' % shlex.join(argv)]
         if stdin:
             entry.append('stdin: %s' % stdin)
-        entry.append('exit status: %s' % result.returncode)
+        entry.append('exit status: %s (%.1fs)' % (result.returncode,
+                                                  elapsed))
         if result.stdout:
             entry.append('stdout:\n%s' % result.stdout.rstrip())
         if result.stderr:
@@ -125,14 +133,14 @@ class ClientTestCase(oslo_base.BaseTestCase):
         or non-zero with ``expect_failure``).
         """
         argv = self.cli_argv(*args)
-        result = self.venv.run(argv, self.home)
-        self._record(argv, result)
+        result = self._run(argv)
+        command = 'openstack baremetal %s' % shlex.join(args)
         if expect_failure and result.returncode == 0:
-            raise ClientFailed('expected %s to fail, it exited 0:\n%s'
-                               % (shlex.join(argv[4:]), result.stdout))
+            raise ClientFailed('expected "%s" to fail, it exited 0:\n%s'
+                               % (command, result.stdout))
         if not expect_failure and result.returncode != 0:
-            raise ClientFailed('%s exited %d:\nstdout: %s\nstderr: %s'
-                               % (shlex.join(argv[4:]), result.returncode,
+            raise ClientFailed('"%s" exited %d:\nstdout: %s\nstderr: %s'
+                               % (command, result.returncode,
                                   result.stdout, result.stderr))
         return result
 
@@ -165,9 +173,7 @@ class ClientTestCase(oslo_base.BaseTestCase):
         params.setdefault('timeout', WAIT)
         argv = [self.venv.python,
                 os.path.join(client_fixtures.DRIVERS_DIR, script), scenario]
-        stdin = json.dumps(params)
-        result = self.venv.run(argv, self.home, stdin=stdin)
-        self._record(argv, result, stdin=stdin)
+        result = self._run(argv, stdin=json.dumps(params))
         try:
             output = json.loads(result.stdout.strip().splitlines()[-1])
         except (ValueError, IndexError):

@@ -10,13 +10,23 @@ WAIT = str(base.WAIT)
 
 class TestAllocationCommands(base.ClientTestCase):
 
-    def available_node(self, name, rc, *extra_args):
-        node = self.cli_json('node', 'create', '--driver', 'fake-hardware',
-                             '--name', name, '--resource-class', rc,
-                             *extra_args)
-        self.cli('node', 'manage', name, '--wait', WAIT)
-        self.cli('node', 'provide', name, '--wait', WAIT)
-        return node['uuid']
+    def available_nodes(self, rc, *nodes):
+        """Create nodes of resource class ``rc`` and make them available.
+
+        :param nodes: (name, [extra "node create" arguments]) pairs.
+        :returns: their UUIDs, in order.
+        """
+        uuids = []
+        for name, args in nodes:
+            uuids.append(self.cli_json(
+                'node', 'create', '--driver', 'fake-hardware', '--name',
+                name, '--resource-class', rc, *args)['uuid'])
+        names = [name for name, _args in nodes]
+        # NOTE: one command for all of them: "provide --wait" polls every
+        # 10 seconds.
+        self.cli('node', 'manage', *names, '--wait', WAIT)
+        self.cli('node', 'provide', *names, '--wait', WAIT)
+        return uuids
 
     def test_allocation_life_cycle(self):
         rc = base.unique_rc('CLI_ALLOC')
@@ -24,10 +34,10 @@ class TestAllocationCommands(base.ClientTestCase):
         gpu = base.unique('cli-gpu')
         plain = base.unique('cli-plain')
         other = base.unique('cli-other-owner')
-        gpu_uuid = self.available_node(gpu, rc, '--owner', owner)
+        gpu_uuid, _plain_uuid, other_uuid = self.available_nodes(
+            rc, (gpu, ['--owner', owner]), (plain, ['--owner', owner]),
+            (other, []))
         self.cli('node', 'add', 'trait', gpu, 'CUSTOM_GPU')
-        self.available_node(plain, rc, '--owner', owner)
-        other_uuid = self.available_node(other, rc)
         self.cli('node', 'add', 'trait', other, 'CUSTOM_GPU')
         name = base.unique('cli-allocation')
 
@@ -95,7 +105,7 @@ class TestAllocationCommands(base.ClientTestCase):
     def test_backfill_deployed_node(self):
         rc = base.unique_rc('CLI_BACKFILL')
         name = base.unique('cli-deployed')
-        uuid = self.available_node(name, rc)
+        [uuid] = self.available_nodes(rc, (name, []))
         self.cli('node', 'set', name,
                  '--instance-info', 'image_source=%s' % IMAGE,
                  '--instance-info', 'image_checksum=%s' % CHECKSUM)

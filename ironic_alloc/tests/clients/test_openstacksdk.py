@@ -58,10 +58,13 @@ class TestOpenStackSDK(base.ClientTestCase):
         without_trait = base.unique('sdk-alloc-plain')
         name = base.unique('sdk-allocation')
         renamed = base.unique('sdk-renamed')
+        backfill_name = base.unique('sdk-backfill')
         out = self.driver('sdk_driver.py', 'allocations',
                           resource_class=rc, trait='CUSTOM_GPU',
                           names=[with_trait, without_trait],
-                          allocation_name=name, renamed=renamed)
+                          allocation_name=name, renamed=renamed,
+                          backfill_name=backfill_name, image_source=IMAGE,
+                          image_checksum=CHECKSUM)
 
         created = out['created']
         self.assertIn(created['state'], ('allocating', 'active'))
@@ -94,4 +97,22 @@ class TestOpenStackSDK(base.ClientTestCase):
         self.assertIsNone(failed['node_id'])
         self.assertIn(rc + '_NONE', failed['last_error'])
         self.assertIn(rc + '_NONE', out['wait_raised'])
+
+        backfill = out['backfill']
+        self.assertEqual('active', backfill['state'])
+        self.assertEqual(backfill_name, backfill['name'])
+        self.assertEqual(out['nodes'][without_trait], backfill['node_id'])
+        self.assertEqual(rc, backfill['resource_class'])
+        node = out['backfilled_node']
+        self.assertEqual('active', node['provision_state'])
+        self.assertEqual(backfill['id'], node['allocation_id'])
+        self.assertEqual(backfill['id'], node['instance_id'])
+        self.assertEqual(409, out['delete_deployed']['status'])
+        self.assertIn('Cannot remove allocation %s' % backfill['id'],
+                      out['delete_deployed']['message'])
+        undeployed = out['undeployed_node']
+        self.assertEqual('available', undeployed['provision_state'])
+        self.assertIsNone(undeployed['allocation_id'])
+        self.assertIsNone(undeployed['instance_id'])
+        self.assertEqual([], out['backfill_after_undeploy'])
         self.assertTrue(out['deleted'])

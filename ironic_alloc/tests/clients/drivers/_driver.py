@@ -19,12 +19,17 @@ import openstack
 from openstack import exceptions as os_exc
 
 
-def connect(params):
-    """An openstacksdk connection to the auth-less standalone endpoint."""
+def connect(params, **options):
+    """An openstacksdk connection to the auth-less standalone endpoint.
+
+    :param options: more openstacksdk configuration, e.g.
+        ``baremetal_status_code_retries=0`` to see a 409 at once instead of
+        after openstacksdk's retries.
+    """
     return openstack.connect(
         load_yaml_config=False, load_envvars=False,
         auth_type='none',
-        baremetal_endpoint_override=params['endpoint'])
+        baremetal_endpoint_override=params['endpoint'], **options)
 
 
 def http_failure(exc):

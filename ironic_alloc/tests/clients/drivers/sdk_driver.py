@@ -5,9 +5,13 @@ Scenarios:
 node_lifecycle  {name, resource_class, traits, image_source, image_checksum}
     create a fake-hardware node, set traits, manage, provide, deploy,
     undeploy, maintenance on and off, delete.
-allocations     {resource_class, trait, names: [with trait, without]}
-    allocate by resource class and trait, look the allocation up, delete
-    it; then an allocation nothing matches, which must end in error.
+allocations     {resource_class, trait, names: [with trait, without],
+                 allocation_name, renamed, backfill_name, image_source,
+                 image_checksum}
+    allocate by resource class and trait, look the allocation up, rename
+    and delete it; an allocation nothing matches, which must end in error;
+    backfill the allocation of a deployed node, which cannot be deleted
+    while the node is deployed and goes away when it is undeployed.
 """
 
 from openstack import exceptions as os_exc
@@ -159,6 +163,30 @@ def allocations(params, observed):
     else:
         observed['wait_raised'] = None
     bm.delete_allocation(failing, ignore_missing=False)
+
+    # Backfill: the allocation of a node deployed without one.
+    node = nodes[without_trait]
+    bm.update_node(node, instance_info={
+        'image_source': params['image_source'],
+        'image_checksum': params['image_checksum']})
+    bm.set_node_provision_state(node, 'active', wait=True, timeout=timeout)
+    backfill = bm.create_allocation(node=node.id,
+                                    name=params['backfill_name'])
+    backfill = bm.wait_for_allocation(backfill, timeout=timeout)
+    observed['backfill'] = allocation_view(backfill)
+    observed['backfilled_node'] = node_view(bm.get_node(node.id))
+    no_retry = _driver.connect(params, baremetal_status_code_retries=0)
+    try:
+        no_retry.baremetal.delete_allocation(backfill, ignore_missing=False)
+    except os_exc.ConflictException as exc:
+        observed['delete_deployed'] = {'status': exc.status_code,
+                                       'message': str(exc)}
+    else:
+        observed['delete_deployed'] = 'deleted'
+    bm.set_node_provision_state(node, 'deleted', wait=True, timeout=timeout)
+    observed['undeployed_node'] = node_view(bm.get_node(node.id))
+    observed['backfill_after_undeploy'] = [
+        a.id for a in bm.allocations(node=node.id)]
 
     for node in nodes.values():
         bm.delete_node(node, ignore_missing=False)

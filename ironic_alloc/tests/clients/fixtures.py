@@ -159,12 +159,14 @@ class Service:
                                         dir=_TMP_ROOT)
         self.log_path = os.path.join(self.workdir, 'service.log')
         # NOTE: the port is free when picked but may be taken before the
-        # service binds it; a start that dies early is retried on another.
+        # service binds it; a start that fails on that is retried on
+        # another port.
         for attempt in range(3):
             self.port = free_port()
             conf = os.path.join(self.workdir, 'ironic-alloc.conf')
             with open(conf, 'w') as f:
                 f.write(self._config())
+            log_start = self.log_size()
             with open(self.log_path, 'ab') as log:
                 log.write(('--- start %d on port %d\n'
                            % (attempt, self.port)).encode())
@@ -176,14 +178,21 @@ class Service:
                     start_new_session=True)
             if self._wait_ready():
                 return
-            if self.process.poll() is None:
+            if (self.process.poll() is None
+                    or 'Address already in use'
+                    not in self.log_since(log_start)):
                 break
+        status = self.process.poll()
         self.stop()
-        raise ServiceError('the service did not answer GET %s/ within %ds; '
-                           'command: %s; log %s:\n%s'
-                           % (self.url, SERVICE_START_TIMEOUT,
-                              shlex.join(self.process.args), self.log_path,
-                              _tail(self.log_path)))
+        if status is None:
+            what = 'did not answer GET %s/ within %ds' % (
+                self.url, SERVICE_START_TIMEOUT)
+        else:
+            what = 'exited with status %d before answering GET %s/' % (
+                status, self.url)
+        raise ServiceError('the service %s; command: %s; log %s:\n%s'
+                           % (what, shlex.join(self.process.args),
+                              self.log_path, _tail(self.log_path)))
 
     def _wait_ready(self):
         """True once GET / answers 200; False when the process died first

@@ -36,6 +36,11 @@ From another terminal:
   curl -s -X PUT -H '$HDR' -H 'Content-Type: application/json' \\
        -d '{"target": "provide"}' $URL/v1/nodes/node-0/states/provision
 
+  # allocate an available node of resource class "baremetal"
+  curl -s -H '$HDR' -H 'Content-Type: application/json' \
+       -d '{"resource_class": "baremetal"}' $URL/v1/allocations
+  curl -s -H '$HDR' $URL/v1/allocations
+
   # the same with the OpenStack client (python-openstackclient and
   # python-ironicclient, installed in another virtualenv)
   openstack baremetal --os-auth-type none --os-endpoint $URL node list

@@ -20,9 +20,10 @@ LOG = log.getLogger(__name__)
 
 
 def main():
+    # NOTE: a default, so a transport_url in the configuration file (e.g. a
+    # RabbitMQ shared with separate conductors) still wins.
+    CONF.set_default('transport_url', 'fake://')
     service_utils.prepare_service()
-    if not CONF.transport_url:
-        CONF.set_override('transport_url', 'fake://')
     # NOTE: the embedded mode owns its database: bring the schema up to
     # date so that one command is enough.
     migration.upgrade('head')

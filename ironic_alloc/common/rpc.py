@@ -56,8 +56,10 @@ def cleanup():
         TRANSPORT = None
 
 
-def set_defaults(control_exchange):
-    messaging.set_transport_defaults(control_exchange)
+def set_defaults(control_exchange, conf=CONF):
+    # NOTE: not messaging.set_transport_defaults(): it replaces the option
+    # object registered above, which then clashes at get_transport().
+    conf.set_default('control_exchange', control_exchange)
 
 
 class RequestContextSerializer(messaging.Serializer):

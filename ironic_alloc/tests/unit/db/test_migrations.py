@@ -168,6 +168,39 @@ class MigrationCheckersMixin:
         with engine.begin() as conn:
             conn.execute(sa.text('DELETE FROM nodes'))
 
+    def _check_7c3e9d2a4b10(self, engine, data):
+        self.assertIn('allocations', sa.inspect(engine).get_table_names())
+        self.assertLessEqual(
+            {'id', 'uuid', 'name', 'node_id', 'state', 'owner', 'last_error',
+             'resource_class', 'traits', 'candidate_nodes', 'extra',
+             'conductor_affinity', 'created_at', 'updated_at'},
+            self._columns(engine, 'allocations'))
+        self.assertLessEqual(
+            {'uniq_allocations0uuid', 'uniq_allocations0name'},
+            self._unique_names(engine, 'allocations'))
+        self.assertLessEqual(
+            {'allocations_state_affinity_idx', 'allocations_node_id_idx',
+             'allocations_owner_idx', 'allocations_resource_class_idx'},
+            self._index_names(engine, 'allocations'))
+        # NOTE: the re-drive and take-over queries filter on state first,
+        # then on the owning conductor.
+        by_name = {i['name']: i for i in
+                   sa.inspect(engine).get_indexes('allocations')}
+        self.assertEqual(
+            ['state', 'conductor_affinity'],
+            by_name['allocations_state_affinity_idx']['column_names'])
+
+        allocations = sa.table('allocations', sa.column('uuid'),
+                               sa.column('name'), sa.column('state'))
+        row = {'uuid': '5b3c8d55-8a8e-4d1b-9d8b-3f0f0e8f3a11',
+               'name': 'alloc-0', 'state': 'allocating'}
+        self._insert(engine, allocations, row)
+        self.assertRaises(
+            db_exc.DBDuplicateEntry, self._insert, engine, allocations,
+            dict(row, uuid='d7f7c2c4-5d0e-4e5c-8d9a-6b8f6d0c2b77'))
+        with engine.begin() as conn:
+            conn.execute(sa.text('DELETE FROM allocations'))
+
     def _insert(self, engine, table, values):
         with engine.begin() as conn:
             conn.execute(table.insert().values(**values))

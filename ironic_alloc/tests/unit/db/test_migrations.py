@@ -264,3 +264,15 @@ class TestModelsMigrationsSyncPostgreSQL(ModelsMigrationSyncMixin,
 class TestModelsMigrationsSyncMySQL(ModelsMigrationSyncMixin,
                                     _OpportunisticMixin, base.TestCase):
     FIXTURE = test_fixtures.MySQLOpportunisticFixture
+
+
+class TestMigrationCheckers(base.TestCase):
+
+    def test_every_revision_has_a_check(self):
+        missing = [rev for rev in _revisions_from_base()
+                   if not hasattr(MigrationCheckersMixin, '_check_%s' % rev)]
+        self.assertEqual(
+            [], missing,
+            'Add a _check_<revision> method to MigrationCheckersMixin in %s '
+            'for each new migration: it asserts what the migration created '
+            '(tables, columns, indexes, constraints).' % __file__)

@@ -141,6 +141,10 @@ def build_parser():
                        help='an extra option of the service config file '
                             '(repeatable), e.g. conductor.'
                             'workers_pool_size=32')
+    sweep.add_argument('--service-executable', metavar='PATH',
+                       help='the command to start instead of the '
+                            'ironic-alloc console script next to this '
+                            'Python (it gets --config-file FILE)')
     sweep.add_argument('--keep-workdir', action='store_true',
                        help='keep each service directory (log, database)')
     sweep.add_argument('--workdir-root',
@@ -194,7 +198,8 @@ def _sweep(args, parser):
         wipe_db=args.wipe_db, transport_url=args.transport_url,
         service_options=tuple(args.service_option), checks=args.checks,
         profile=args.profile, keep_workdir=args.keep_workdir,
-        workdir_root=args.workdir_root)
+        workdir_root=args.workdir_root,
+        executable=args.service_executable)
     rows, status = sweep_mod.sweep(_settings(args), options)
     print(report.format_sweep(rows))
     if args.json:

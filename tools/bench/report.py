@@ -86,7 +86,11 @@ def build_run(settings, options, phases, records, checks, extra=None):
             created=sum(1 for r in records if r.uuid),
             active_per_second=stats.rate(outcomes.get('active', 0), wall),
             seconds_per_allocation=(wall / requested
-                                    if wall and requested else None)),
+                                    if wall and requested else None),
+            polls=sum(r.polls for r in records),
+            polls_per_allocation=(sum(r.polls for r in records)
+                                  / max(1, sum(1 for r in records
+                                               if r.uuid)))),
         'latency': {
             'post': stats.summarize(r.post_seconds for r in records
                                     if r.post_seconds is not None),
@@ -205,6 +209,8 @@ def format_run(result):
                  '(allocate wall time / requested)' % (
                      _num(alloc['active_per_second'], '%.1f'),
                      _num(alloc['seconds_per_allocation'], '%.4f')))
+    lines.append('  %d GET polls, %.1f per allocation created' % (
+        alloc['polls'], alloc['polls_per_allocation']))
     cpu = result.get('allocate_cpu_seconds') or {}
     if cpu.get('client') is not None:
         lines.append('  CPU during the allocate phase: benchmark client '

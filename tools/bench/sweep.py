@@ -29,6 +29,7 @@ class SweepOptions:
     profile: bool = False
     keep_workdir: bool = False
     workdir_root: str = None
+    executable: str = None
 
 
 def parse_sizes(text):
@@ -58,7 +59,7 @@ def run_size(settings, options, nodes):
         bulk.wipe(options.db_url)
     service = service_mod.StandaloneService(
         workdir, db_url=options.db_url, transport_url=options.transport_url,
-        options=options.service_options)
+        options=options.service_options, executable=options.executable)
     _say('== %d nodes: starting ironic-alloc in %s' % (nodes, workdir))
     try:
         service.start()

@@ -382,6 +382,7 @@ class TestReport(base.TestCase):
         self.assertEqual(2, alloc['created'])
         self.assertEqual(4.0, alloc['active_per_second'])
         self.assertEqual(0.25, alloc['seconds_per_allocation'])
+        self.assertEqual(0, alloc['polls'])
         self.assertAlmostEqual(0.2, result['latency']['post_to_active']
                                ['p50'])
         self.assertAlmostEqual(0.02, result['latency']['post']['p50'])

@@ -63,10 +63,14 @@ class Controller(rest.RestController):
     def get(self):
         """The v1 document: links, media types, resources."""
         url = api.request.public_url
-        doc = version_document(url)
-        doc['links'].append({
-            'href': 'https://docs.openstack.org/api-ref/baremetal/',
-            'rel': 'describedby', 'type': 'text/html'})
+        # NOTE: the version document is nested under "version", as Ironic
+        # does; keystoneauth's discovery reads it from there.
+        doc = {'id': 'v1',
+               'links': [{'href': '%s/v1/' % url.rstrip('/'), 'rel': 'self'},
+                         {'href': 'https://docs.openstack.org/api-ref/'
+                                  'baremetal/',
+                          'rel': 'describedby', 'type': 'text/html'}],
+               'version': version_document(url)}
         doc['media_types'] = [{
             'base': 'application/json',
             'type': 'application/vnd.openstack.ironic.v1+json'}]

@@ -18,6 +18,9 @@ class _ThreadingWSGIServer(socketserver.ThreadingMixIn,
                            simple_server.WSGIServer):
     daemon_threads = True
     allow_reuse_address = True
+    # NOTE: the default listen backlog (5) resets connections as soon as a
+    # few dozen clients connect at once.
+    request_queue_size = 128
 
 
 class _QuietHandler(simple_server.WSGIRequestHandler):

@@ -23,8 +23,8 @@ from ironic_alloc.objects import allocation as allocation_obj
 from ironic_alloc.objects import conductor as conductor_obj
 from ironic_alloc.objects import node as node_obj
 from ironic_alloc.tests import base
-from ironic_alloc.tests.functional import fixtures as ia_fixtures
 from ironic_alloc.tests.functional.conductor import utils
+from ironic_alloc.tests.functional import fixtures as ia_fixtures
 
 dbapi = db_api.get_instance()
 
@@ -467,9 +467,10 @@ class TestRaces(base.DbTestCase):
         self.assertNotIn(states.ALLOCATING, states_seen)
         self.assertTrue(all(counts.values()), counts)
         self.assertEqual([], utils.check_invariant())
-        # Every active allocation's node is one it was allowed to take.
-        for allocation in results.values():
-            if allocation and allocation.state == states.ALLOCATION_ACTIVE:
-                node = node_obj.Node.get_by_id(self.context,
-                                               allocation.node_id)
-                self.assertEqual('gold', node.resource_class)
+        # Every allocation still active (the meddlers ran on after
+        # ``results`` was read) sits on a node it was allowed to take.
+        for allocation in allocation_obj.Allocation.list(
+                self.context, filters={'state': states.ALLOCATION_ACTIVE}):
+            node = node_obj.Node.get_by_id(self.context, allocation.node_id)
+            self.assertEqual('gold', node.resource_class)
+            self.assertEqual(allocation.uuid, node.instance_uuid)

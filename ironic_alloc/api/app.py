@@ -46,6 +46,9 @@ def get_pecan_config():
 def setup_app(conf=CONF):
     """Build the whole WSGI application for ``conf``."""
     pecan_config = get_pecan_config()
+    # NOTE: WSME reads its ``debug`` (tracebacks in debuginfo) from Pecan's
+    # global configuration, not from the application: one API per process.
+    pecan.configuration.set_config({'wsme': dict(pecan_config.wsme)})
     app = pecan.make_app(
         pecan_config.app.root,
         debug=False,
@@ -56,7 +59,6 @@ def setup_app(conf=CONF):
                hooks.PublicUrlHook(), hooks.NoExceptionTracebackHook(),
                hooks.ErrorHook()],
         wrap_app=parsable_error.ParsableErrorMiddleware,
-        wsme=pecan_config.wsme,
     )
     app = negotiation.VersionHeadersMiddleware(app)
     app = auth.wrap(app, conf)

@@ -3,6 +3,7 @@
 import http.client as http_client
 import json
 import threading
+import traceback
 
 from oslo_log import log
 import pecan
@@ -116,12 +117,11 @@ class ErrorHook(pecan.hooks.PecanHook):
     def on_error(self, state, e):
         if isinstance(e, webob_exc.HTTPException):
             return None
+        debug = CONF.api.debug_tracebacks_in_api
         code = getattr(e, 'code', None)
         if isinstance(e, exception.IronicAllocException) or (
                 isinstance(code, int) and 400 <= code < 600):
-            message = str(e)
-            if not CONF.api.debug_tracebacks_in_api:
-                message = strip_traceback(message)
+            message = str(e) if debug else strip_traceback(str(e))
         else:
             LOG.error('Unexpected error handling %(method)s %(path)s',
                       {'method': state.request.method,
@@ -129,6 +129,8 @@ class ErrorHook(pecan.hooks.PecanHook):
             code = http_client.INTERNAL_SERVER_ERROR
             message = 'An internal error occurred; see the API service log.'
         body = {'faultcode': 'Client' if code < 500 else 'Server',
-                'faultstring': message, 'debuginfo': None}
+                'faultstring': message,
+                'debuginfo': (''.join(traceback.format_exception(e))
+                              if debug else None)}
         return pecan.Response(json.dumps(body).encode(), status=code,
                               content_type='application/json')

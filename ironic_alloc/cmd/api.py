@@ -16,10 +16,15 @@ from ironic_alloc.conf import CONF
 LOG = log.getLogger(__name__)
 
 
+def build_server():
+    """The development server with the API, bound to [api]host_ip:port."""
+    return wsgi_server.Server(app.setup_app(), CONF.api.host_ip,
+                              CONF.api.port)
+
+
 def main():
     service_utils.prepare_service()
-    server = wsgi_server.Server(app.setup_app(), CONF.api.host_ip,
-                                CONF.api.port)
+    server = build_server()
     LOG.info('ironic-alloc-api listening on http://%(host)s:%(port)s',
              {'host': CONF.api.host_ip, 'port': server.port})
     try:

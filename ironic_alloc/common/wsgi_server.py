@@ -5,11 +5,14 @@ thread per request, no eventlet.  Production deployments run
 ironic_alloc.wsgi.api:application under a real WSGI server instead.
 """
 
+import ipaddress
 import socketserver
 import threading
 from wsgiref import simple_server
 
 from oslo_log import log
+
+from ironic_alloc.conf import CONF
 
 LOG = log.getLogger(__name__)
 
@@ -31,6 +34,14 @@ class _QuietHandler(simple_server.WSGIRequestHandler):
                   {'client': self.address_string(), 'message': format % args})
 
 
+def is_loopback(host):
+    """True for an address only this machine can reach (127/8, ::1)."""
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return host == 'localhost'
+
+
 class Server:
     """Serve one WSGI application on ``host``:``port``.
 
@@ -43,6 +54,11 @@ class Server:
             handler_class=_QuietHandler)
         self._thread = None
         self._serving = threading.Event()
+        if CONF.auth_strategy == 'noauth' and not is_loopback(self.host):
+            LOG.warning('auth_strategy noauth and the API listens on '
+                        '%(host)s:%(port)s: anyone who can reach %(host)s '
+                        'can create, change and delete nodes and '
+                        'allocations.', {'host': self.host, 'port': self.port})
 
     @property
     def host(self):

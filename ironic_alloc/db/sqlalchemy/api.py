@@ -320,6 +320,7 @@ class Connection(api.Connection):
                     id=node_id).with_for_update().first()
                 if node is None:
                     raise exception.NodeNotFound(node=node_id)
+                node_uuid = node.uuid  # for the error below (not the id)
                 if 'provision_state' in values:
                     values = dict(values,
                                   provision_updated_at=datetime.datetime.now(
@@ -328,7 +329,7 @@ class Connection(api.Connection):
                 node.update(values)
                 session.flush()
         except db_exc.DBDuplicateEntry as exc:
-            raise _node_unique_violation(exc, dict(values, id=node_id))
+            raise _node_unique_violation(exc, dict(values, uuid=node_uuid))
         return self.get_node_by_id(node_id)
 
     @retry_on_conflict

@@ -80,6 +80,10 @@ class Allocation(base.APIBase):
     """A list containing a self link and associated allocation links"""
 
 
+# NOTE: a body that is not an object, or that sets a read-only field
+# (state, node_uuid, last_error, links), is a 400.
+types.json_object(Allocation)
+
 _WIRE_FIELDS = frozenset(
     a.key for a in wtypes.list_attributes(Allocation)) - {'node', 'links'}
 
@@ -329,10 +333,6 @@ class AllocationsController(rest.RestController):
                 not utils.allow_allocation_backfill():
             raise exception.NotAcceptable(
                 'The "node" field requires API version 1.58 or newer.')
-        for name in ('state', 'node_uuid', 'last_error'):
-            if name in given:
-                raise exception.Invalid('Cannot set %s on allocation '
-                                        'creation' % name)
         values = {
             'uuid': given.get('uuid'),
             'name': given.get('name'),

@@ -354,6 +354,8 @@ def check_name(name, verb='create node'):
 
 def _check_values(values):
     """Rules shared by create and update on wire-named values."""
+    if 'driver' in values and not values['driver']:
+        raise exception.Invalid('The driver of a node cannot be empty.')
     if values.get('chassis_uuid'):
         raise exception.UnsupportedFeature(feature='Chassis')
     group = values.get('conductor_group')
@@ -667,8 +669,6 @@ def _validated_changes(old, new):
             raise exception.Invalid('The %s of a node cannot be null.'
                                     % name)
         changes[name] = value
-    if 'driver' in changes and not changes['driver']:
-        raise exception.Invalid('The driver of a node cannot be empty.')
     return changes
 
 

@@ -168,6 +168,10 @@ class NodeStatesController(rest.RestController):
             raise exception.NotAcceptable(
                 'Soft power actions and timeout require API version 1.27 '
                 'or newer.')
+        # NOTE: WSME does not enforce the minimum of IntegerType on body
+        # arguments.
+        if timeout is not None and timeout < 1:
+            raise exception.Invalid('timeout has to be positive integer')
         if target not in states.POWER_TARGETS:
             raise exception.InvalidStateRequested(
                 action=target, node=node.uuid, state=node.power_state)

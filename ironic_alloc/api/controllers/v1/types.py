@@ -166,14 +166,14 @@ def json_object(cls):
     """Class decorator: a complex type read from a JSON *object* only.
 
     WSME's generic reader fails with a 500 when a body that should be an
-    object is a list or a scalar; this reader answers 400 instead, and
+    object is a list, a scalar or null; this reader answers 400 instead, and
     otherwise behaves like WSME's (unknown attributes: 400, read-only
     attributes: 400, mandatory ones checked).
     """
     @wsme.rest.json.fromjson.when_object(cls)
     def _fromjson(datatype, value):
-        if value is None:
-            return None
+        # NOTE: null is refused too: a controller receiving None for its
+        # body (or for one operation of a patch) would fail with a 500.
         if not isinstance(value, dict):
             raise ValueError('Expected a JSON object, got %s.'
                              % json.dumps(value))

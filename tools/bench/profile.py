@@ -23,18 +23,18 @@ STOP_TIMEOUT = 60.0
 TOP = 15
 
 # (area, substrings of the frame's file path). The innermost frame that
-# matches names the area of a sample. The first match wins, so our own
-# packages come first (ironic_alloc/db/sqlalchemy/ is db/, not
-# sqlalchemy).
+# matches names the area of a sample. The first match wins, so packages
+# with a "sqlalchemy" directory come before SQLAlchemy itself
+# (ironic_alloc/db/sqlalchemy/ is db/, oslo_db/sqlalchemy/ is oslo_db).
 AREAS = (
     ('api/', ('ironic_alloc/api/',)),
     ('conductor/', ('ironic_alloc/conductor/',)),
     ('db/', ('ironic_alloc/db/',)),
     ('objects/', ('ironic_alloc/objects/', '/oslo_versionedobjects/')),
     ('ironic_alloc (other)', ('ironic_alloc/',)),
-    ('sqlalchemy', ('/sqlalchemy/',)),
     ('oslo_db', ('/oslo_db/',)),
     ('oslo_messaging', ('/oslo_messaging/', '/kombu/', '/amqp/')),
+    ('sqlalchemy', ('/sqlalchemy/',)),
     ('pecan/wsme/webob', ('/pecan/', '/wsme/', '/wsmeext/', '/webob/')),
     ('oslo (other)', ('/oslo_',)),
     ('http server', ('/wsgiref/', '/socketserver.py', '/http/server.py',

@@ -619,6 +619,8 @@ class TestProfile(base.TestCase):
             '/r/ironic_alloc/db/sqlalchemy/api.py'))
         self.assertEqual('sqlalchemy', profile.area_of(
             '/v/site-packages/sqlalchemy/orm/query.py'))
+        self.assertEqual('oslo_db', profile.area_of(
+            '/v/site-packages/oslo_db/sqlalchemy/engines.py'))
         self.assertEqual('oslo_messaging', profile.area_of(
             '/v/site-packages/oslo_messaging/rpc/client.py'))
         self.assertEqual('ironic_alloc (other)', profile.area_of(

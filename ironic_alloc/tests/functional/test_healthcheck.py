@@ -1,6 +1,7 @@
 """GET /healthcheck: open without credentials, 503 while the database is
-unreachable."""
+unreachable; other requests meanwhile: a clean 500."""
 
+import json
 import os
 
 import bcrypt
@@ -14,7 +15,8 @@ from ironic_alloc.api import hooks
 from ironic_alloc.tests import base
 
 
-class TestHealthcheck(base.DbTestCase):
+class _AppTestCase(base.DbTestCase):
+    """The whole WSGI application on the test database (webtest)."""
 
     def setUp(self):
         super().setUp()
@@ -41,6 +43,9 @@ class TestHealthcheck(base.DbTestCase):
         reset = enginefacade._context_manager.patch_engine(engine)
         self.addCleanup(reset)
         return reset
+
+
+class TestHealthcheck(_AppTestCase):
 
     def test_healthy(self):
         resp = self._app().get('/healthcheck',
@@ -87,3 +92,25 @@ class TestHealthcheck(base.DbTestCase):
         self.assertEqual(200, app.get(
             '/v1/nodes', headers={'Authorization': 'Basic YWRtaW46c2VjcmV0'}
         ).status_int)
+
+
+class TestDatabaseOutage(_AppTestCase):
+    """API requests while the database is unreachable: a 500 in Ironic's
+    format, without the database error in it."""
+
+    def test_list_nodes(self):
+        app = self._app()
+        self._break_database()
+        resp = app.get('/v1/nodes', expect_errors=True)
+        self.assertEqual(500, resp.status_int)
+        fault = json.loads(resp.json['error_message'])
+        self.assertEqual({'faultcode': 'Server', 'faultstring':
+                          'An internal error occurred; see the API service '
+                          'log.', 'debuginfo': None}, fault)
+        self.assertNotIn('sqlite', resp.text)
+        self.assertTrue(resp.headers['X-OpenStack-Request-Id'])
+
+    def test_root_needs_no_database(self):
+        app = self._app()
+        self._break_database()
+        self.assertEqual(200, app.get('/').status_int)

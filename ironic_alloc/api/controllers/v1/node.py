@@ -531,10 +531,6 @@ class NodesController(rest.RestController):
         utils.reject_fields_in_newer_versions(
             f for f, v in given.items()
             if v is not None and not (f == 'conductor_group' and v == ''))
-        if node.traits is not wtypes.Unset:
-            raise exception.Invalid(
-                'Cannot specify node traits on node creation. Traits must '
-                'be set via the node traits API.')
         if 'protected' in given or 'protected_reason' in given:
             raise exception.Invalid(
                 'Cannot specify protected or protected_reason on node '

@@ -22,6 +22,13 @@ LOG = log.getLogger(__name__)
 # NOTE: must equal ConductorManager.RPC_API_VERSION.
 RPC_API_VERSION = '1.0'
 
+# NOTE: how many times a message is re-sent when the broker connection
+# fails.  oslo.messaging's default (None) retries forever: while the broker
+# is down every cast and call would block its API request (and its thread)
+# until the broker is back, instead of answering.  One retry rides over a
+# connection the broker closed when it restarted.
+SEND_RETRIES = 1
+
 
 def _wrap_transport_errors(f):
     """Turn 'the conductor did not answer' into a clear 503."""
@@ -105,7 +112,8 @@ class ConductorAPI:
 
     def _prepare_call(self, host, version='1.0'):
         return self.client.prepare(server=host, version=version,
-                                   timeout=CONF.api.rpc_call_timeout)
+                                   timeout=CONF.api.rpc_call_timeout,
+                                   retry=SEND_RETRIES)
 
     # Nodes
 
@@ -187,7 +195,7 @@ class ConductorAPI:
         delays it: transport errors are logged, never raised.
         """
         try:
-            self.client.prepare(server=host).cast(
+            self.client.prepare(server=host, retry=SEND_RETRIES).cast(
                 context, 'create_allocation', allocation_id=allocation_id)
         except Exception as exc:
             LOG.warning('Cast of allocation %(id)s to %(host)s failed '

@@ -14,7 +14,6 @@ class Collection(wtypes.Base):
     """A link to the next page, when this page is full"""
 
 
-
 def next_link(resource, query, items, limit, marker_attr='uuid'):
     """The URL of the page after ``items``, or Unset on the last page.
 

@@ -1,5 +1,7 @@
 """Microversion negotiation: the one place reading the version headers."""
 
+from webob import headers as webob_headers
+
 from ironic_alloc.api.controllers import base
 from ironic_alloc.api.controllers.v1 import versions
 from ironic_alloc.common import exception
@@ -63,7 +65,6 @@ class VersionHeadersMiddleware:
         self.app = app
 
     def __call__(self, environ, start_response):
-        from webob import headers as webob_headers
         request_headers = webob_headers.EnvironHeaders(environ)
         try:
             version = negotiate(request_headers)

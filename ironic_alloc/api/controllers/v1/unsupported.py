@@ -16,6 +16,7 @@ One rule for all of them:
 
 import pecan
 
+from ironic_alloc.api.controllers import link
 from ironic_alloc.api.controllers.v1 import utils
 from ironic_alloc.common import exception
 
@@ -138,7 +139,6 @@ class VolumeController:
 
     @pecan.expose('json')
     def index(self, **kwargs):
-        from ironic_alloc.api.controllers import link
         if pecan.request.method not in ('GET', 'HEAD'):
             raise exception.UnsupportedFeature(feature='Volume')
         base = 'volume'

@@ -13,6 +13,7 @@ from oslo_utils import uuidutils
 import pecan
 
 from ironic_alloc import api
+from ironic_alloc.api.controllers import link
 from ironic_alloc.api.controllers.v1 import versions
 from ironic_alloc.common import exception
 from ironic_alloc.common import states
@@ -495,5 +496,4 @@ def conductor_host(node):
 
 def set_location(*path):
     """Set the Location header to a /v1 URL."""
-    from ironic_alloc.api.controllers import link
     pecan.response.location = link.build_url(path[0], '/'.join(path[1:]))

@@ -52,6 +52,8 @@ class TestHealthcheck(_AppTestCase):
                                headers={'Accept': 'text/plain'})
         self.assertEqual(200, resp.status_int)
         self.assertEqual('OK', resp.text.strip())
+        self.assertTrue(resp.headers['X-OpenStack-Request-Id'].startswith(
+            'req-'))
 
     def test_healthy_json(self):
         resp = self._app().get('/healthcheck',

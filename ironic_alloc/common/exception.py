@@ -96,6 +96,11 @@ class InvalidTrait(Invalid):
                 'most 255 characters long.')
 
 
+class NodeInMaintenance(Invalid):
+    _msg_fmt = ('The %(op)s operation can\'t be performed on node '
+                '%(node)s because it\'s in maintenance mode.')
+
+
 class UnsupportedFeature(Invalid):
     _msg_fmt = ('%(feature)s is not supported by ironic_alloc: it '
                 'allocates and tracks nodes but drives no hardware.')
@@ -178,11 +183,6 @@ class NodeAssociated(Conflict):
 class NodeLocked(Conflict):
     _msg_fmt = ('Node %(node)s is locked by host %(host)s, please retry '
                 'after the current operation is completed.')
-
-
-class NodeInMaintenance(Conflict):
-    _msg_fmt = ('The %(op)s operation can\'t be performed on node '
-                '%(node)s because it\'s in maintenance mode.')
 
 
 class NodeProtected(HTTPForbidden):

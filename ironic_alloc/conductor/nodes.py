@@ -15,6 +15,11 @@ def check_update(node, changes):
         raise exception.InvalidState(
             'Node %s can not be updated while a state transition is in '
             'progress.' % node.uuid)
+    if changes.get('protected') and node.provision_state != states.ACTIVE:
+        raise exception.InvalidState(
+            'Protection can only be set on nodes in provision state '
+            '"active"; node %s is "%s".' % (node.uuid,
+                                            node.provision_state))
     new_instance = changes.get('instance_uuid')
     if (new_instance and node.instance_uuid
             and new_instance != node.instance_uuid):

@@ -103,7 +103,7 @@ class ConductorNodeTestCase(base.DbTestCase):
         exc = self.assertRaises(exception.NodeInMaintenance,
                                 self.rpcapi.do_provisioning_action,
                                 self.context, node.id, 'deploy', self.host)
-        self.assertEqual(409, exc.code)
+        self.assertEqual(400, exc.code)
 
     def test_delete_refused_when_active(self):
         node = make_node(self.context, provision_state=states.ACTIVE)

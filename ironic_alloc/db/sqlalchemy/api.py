@@ -451,8 +451,11 @@ class Connection(api.Connection):
         values.setdefault('uuid', uuidutils.generate_uuid())
         values.setdefault('state', states.ALLOCATING)
         with _session_for_write() as session:
-            self._insert_allocation(session, values)
-        return self.get_allocation_by_uuid(values['uuid'])
+            allocation = self._insert_allocation(session, values)
+        # NOTE: answered from the committed transaction, with no second
+        # query that could fail after the commit (the API must not turn a
+        # committed allocation into an error a client would retry).
+        return allocation
 
     @staticmethod
     def _insert_allocation(session, values):

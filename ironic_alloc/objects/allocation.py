@@ -1,7 +1,3 @@
-from oslo_utils import strutils
-from oslo_utils import uuidutils
-
-from ironic_alloc.common import exception
 from ironic_alloc.db import api as db_api
 from ironic_alloc.objects import base
 from ironic_alloc.objects import fields
@@ -30,20 +26,6 @@ class Allocation(base.IronicAllocObject):
         'created_at': fields.DateTimeField(nullable=True),
         'updated_at': fields.DateTimeField(nullable=True),
     }
-
-    @classmethod
-    def get(cls, context, allocation_ident):
-        """Find by id, UUID or name.
-
-        :raises: AllocationNotFound, InvalidIdentity.
-        """
-        if strutils.is_int_like(allocation_ident):
-            return cls.get_by_id(context, int(allocation_ident))
-        if uuidutils.is_uuid_like(allocation_ident):
-            return cls.get_by_uuid(context, allocation_ident)
-        if isinstance(allocation_ident, str) and allocation_ident:
-            return cls.get_by_name(context, allocation_ident)
-        raise exception.InvalidIdentity(identity=allocation_ident)
 
     @classmethod
     def get_by_id(cls, context, allocation_id):

@@ -1,8 +1,11 @@
 """Common base of ironic_alloc's versioned objects."""
 
+from oslo_utils import strutils
+from oslo_utils import uuidutils
 from oslo_utils import versionutils
 from oslo_versionedobjects import base as object_base
 
+from ironic_alloc.common import exception
 from ironic_alloc import objects
 
 
@@ -24,6 +27,21 @@ class IronicAllocObject(object_base.VersionedObject,
     OBJ_PROJECT_NAMESPACE = 'ironic_alloc'
 
     fields = {}
+
+    @classmethod
+    def get(cls, context, ident):
+        """Find by id, UUID or logical name (subclasses provide
+        get_by_id, get_by_uuid and get_by_name).
+
+        :raises: the subclass's NotFound, InvalidIdentity.
+        """
+        if strutils.is_int_like(ident):
+            return cls.get_by_id(context, int(ident))
+        if uuidutils.is_uuid_like(ident):
+            return cls.get_by_uuid(context, ident)
+        if isinstance(ident, str) and ident:
+            return cls.get_by_name(context, ident)
+        raise exception.InvalidIdentity(identity=ident)
 
     def as_dict(self):
         return {k: getattr(self, k) for k in self.fields

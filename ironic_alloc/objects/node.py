@@ -1,7 +1,3 @@
-from oslo_utils import strutils
-from oslo_utils import uuidutils
-
-from ironic_alloc.common import exception
 from ironic_alloc.db import api as db_api
 from ironic_alloc.objects import base
 from ironic_alloc.objects import fields
@@ -82,20 +78,6 @@ class Node(base.IronicAllocObject):
         return obj
 
     # Reads
-
-    @classmethod
-    def get(cls, context, node_id):
-        """Find a node by id, UUID or logical name.
-
-        :raises: NodeNotFound, InvalidIdentity.
-        """
-        if strutils.is_int_like(node_id):
-            return cls.get_by_id(context, int(node_id))
-        if uuidutils.is_uuid_like(node_id):
-            return cls.get_by_uuid(context, node_id)
-        if isinstance(node_id, str) and node_id:
-            return cls.get_by_name(context, node_id)
-        raise exception.InvalidIdentity(identity=node_id)
 
     @classmethod
     def get_by_id(cls, context, node_id):

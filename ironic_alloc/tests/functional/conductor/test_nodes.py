@@ -6,18 +6,10 @@ from ironic_alloc.common import exception
 from ironic_alloc.common import states
 from ironic_alloc.objects import node as node_obj
 from ironic_alloc.tests import base
+from ironic_alloc.tests.functional.conductor import utils
 from ironic_alloc.tests.functional import fixtures as ia_fixtures
 
-
-def make_node(context, **kw):
-    values = dict(driver='fake-hardware', provision_state=states.ENROLL,
-                  maintenance=False, protected=False, retired=False,
-                  console_enabled=False, conductor_group='',
-                  resource_class='gold', traits=[])
-    values.update(kw)
-    node = node_obj.Node(context, **values)
-    node.create()
-    return node
+make_node = utils.make_node
 
 
 class ConductorNodeTestCase(base.DbTestCase):

@@ -3,14 +3,19 @@
 import functools
 import inspect
 
+from oslo_db import exception as db_exc
 from oslo_log import log
 import pecan.util
+from sqlalchemy import exc as sa_exc
 import wsme
 from wsmeext import pecan as wsme_pecan
 
 from ironic_alloc.common import exception
 
 LOG = log.getLogger(__name__)
+
+DB_UNAVAILABLE = ('The database is unavailable. The request may be '
+                  'retried.')
 
 
 def _hide_unexpected_errors(f):
@@ -28,6 +33,15 @@ def _hide_unexpected_errors(f):
             return f(self, *args, **kwargs)
         except (exception.IronicAllocException, wsme.exc.ClientSideError):
             raise
+        except (db_exc.DBConnectionError, db_exc.DBNonExistentDatabase,
+                sa_exc.OperationalError) as exc:
+            # NOTE: the database server is down or restarting (a failed
+            # new connection is not translated by oslo.db: it arrives as
+            # SQLAlchemy's OperationalError): a 503 tells clients to
+            # retry, a 500 would say the request is wrong.
+            LOG.warning('Database unreachable in %(func)s: %(exc)s',
+                        {'func': f.__qualname__, 'exc': exc})
+            raise exception.TemporaryFailure(DB_UNAVAILABLE) from exc
         except Exception as exc:
             if isinstance(getattr(exc, 'code', None), int):
                 raise

@@ -5,8 +5,10 @@ import json
 import threading
 import traceback
 
+from oslo_db import exception as db_exc
 from oslo_log import log
 import pecan
+from sqlalchemy import exc as sa_exc
 from webob import exc as webob_exc
 
 from ironic_alloc.common import context as ia_context
@@ -118,6 +120,10 @@ class ErrorHook(pecan.hooks.PecanHook):
         if isinstance(e, webob_exc.HTTPException):
             return None
         debug = CONF.api.debug_tracebacks_in_api
+        if isinstance(e, (db_exc.DBConnectionError, sa_exc.OperationalError)):
+            # NOTE: the database is down: 503, as in WSME methods.
+            e = exception.TemporaryFailure(
+                'The database is unavailable. The request may be retried.')
         code = getattr(e, 'code', None)
         if isinstance(e, exception.IronicAllocException) or (
                 isinstance(code, int) and 400 <= code < 600):

@@ -44,6 +44,12 @@ def _wrap_transport_errors(f):
                 reason='message delivery failed') from exc
         except messaging.MessagingException as exc:
             if isinstance(exc, messaging.RemoteError):
+                if exc.exc_type in ('DBConnectionError', 'OperationalError'):
+                    # NOTE: the conductor lost the database: as temporary
+                    # for the client as the API losing it (503).
+                    raise exception.TemporaryFailure(
+                        'The conductor could not reach the database. The '
+                        'request may be retried.') from exc
                 raise
             raise exception.ConductorUnreachable(
                 reason=type(exc).__name__) from exc

@@ -1,0 +1,365 @@
+"""Kill, pause and restart real processes under load, then check rows.
+
+Every test starts its own ``ironic-alloc-api`` and ``ironic-alloc-conductor``
+processes on RabbitMQ and PostgreSQL or MariaDB (see fixtures.py), drives
+them with concurrent HTTP clients, breaks something on purpose, and then
+checks, with SQL and through the API, that no allocation was lost or is
+stuck, no node has two allocations and node and allocation rows agree.
+Each test prints what it did and the counts it checked.
+
+The tests restart the shared broker and database server, so they take
+a machine-wide lock and run one at a time whatever stestr's concurrency.
+"""
+
+import collections
+import logging
+import signal
+import time
+
+import fixtures
+from oslotest import base as oslo_base
+import sqlalchemy as sa
+from testtools import content
+
+from ironic_alloc.tests import base
+from ironic_alloc.tests.multiprocess import fixtures as mp
+
+# NOTE: a bound for hangs only; the slowest test takes about a minute.
+TEST_TIMEOUT = 240
+# Take-over of a dead conductor's rows: heartbeat timeout, one take-over
+# pass, and some slack for a loaded 2-core machine.
+TAKE_OVER_BOUND = mp.HEARTBEAT_TIMEOUT + 2 * mp.CHECK_ALLOCATIONS_INTERVAL + 8
+# How long after a restarted server the processes may still answer 503
+# (reconnection with the short intervals of the generated configuration,
+# heartbeats written again).
+RECOVERY_GRACE = mp.HEARTBEAT_TIMEOUT + 6
+
+
+class MultiProcessTestCase(oslo_base.BaseTestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.useFixture(fixtures.Timeout(TEST_TIMEOUT, gentle=True))
+        logging.getLogger('urllib3').setLevel(logging.WARNING)
+        reason = mp.missing_reason()
+        if reason:
+            base.skip_or_fail(self, reason)
+        lock = mp.TierLock()
+        lock.acquire()
+        self.addCleanup(lock.release)
+        self.cluster = mp.Cluster(self.id().rsplit('.', 1)[-1][5:30])
+        self.addCleanup(self.cluster.cleanup)
+        self.addOnException(self._attach_logs)
+        self.started = time.monotonic()
+        mp.log('%s: work dir %s, database %s', self.id(),
+               self.cluster.workdir, mp._safe(self.cluster.db_url))
+
+    def _attach_logs(self, exc_info):
+        self.addDetail('service-logs',
+                       content.text_content(self.cluster.logs_tail()))
+        self.addDetail('conductors', content.text_content(
+            str(self.cluster.conductor_table())))
+
+    def prepare(self, nodes, apis=1, conductors=2):
+        self.cluster.rebuild_schema()
+        self.cluster.load_nodes(nodes)
+        urls = [self.cluster.start_api() for _ in range(apis)]
+        for i in range(conductors):
+            self.cluster.start_conductor('c%d' % (i + 1))
+        mp.log('started %d API processes %s and %d conductors; %d nodes',
+               apis, urls, conductors, nodes)
+        return urls
+
+    def owned_allocating(self, conductor_id):
+        with self.cluster.engine.connect() as conn:
+            return {r[0] for r in conn.execute(sa.text(
+                "SELECT uuid FROM allocations WHERE state = 'allocating' "
+                "AND conductor_affinity = :c"), {'c': conductor_id})}
+
+    def wait_for(self, what, predicate, timeout):
+        deadline = time.monotonic() + timeout
+        while not predicate():
+            if time.monotonic() > deadline:
+                self.fail('%s: not within %ds' % (what, timeout))
+            time.sleep(0.2)
+
+    def settle_and_check(self, url, load):
+        waited = self.cluster.wait_settled(TAKE_OVER_BOUND + 10)
+        counts = mp.check_consistency(self.cluster, url, load.created,
+                                      load.deleted)
+        mp.log('settled %.1fs after the load ended; checked: %s', waited,
+               counts)
+        for proc in self.cluster.processes():
+            if proc.name not in getattr(self, 'killed', ()):
+                self.assertTrue(proc.running(),
+                                '%s exited by itself' % proc.name)
+        return counts
+
+    def assert_answered(self, load, allowed, method=None):
+        statuses = load.statuses(method)
+        mp.log('answers%s: %s (slowest: %s)',
+               ' to %s' % method if method else '', statuses,
+               {k: round(v, 2) for k, v in load.slowest.items()})
+        bad = {k: v for k, v in statuses.items()
+               if (k[1] if method is None else k) not in allowed}
+        self.assertEqual({}, bad, 'unexpected answers; samples: %s'
+                         % {k: load.samples.get(k) for k in bad})
+
+    def probe(self, method, url):
+        """One request from the test thread: (status, seconds)."""
+        load = mp.Load([url])
+        import requests
+        session = requests.Session()
+        started = time.monotonic()
+        if method == 'POST':
+            resp = load.request(session, 'POST', url + '/v1/allocations')
+        else:
+            resp = load.request(session, 'DELETE', url)
+        elapsed = time.monotonic() - started
+        status = resp.status_code if resp is not None else \
+            list(load.counts)[0][1]
+        return status, elapsed, (resp.text[:300] if resp is not None
+                                 else load.samples)
+
+
+class TestConductorFailure(MultiProcessTestCase):
+
+    def test_killed_conductor_allocations_taken_over(self):
+        """kill -9 a conductor owning allocating rows while clients POST."""
+        self.killed = ('c1',)
+        url, = self.prepare(nodes=1500)
+        c1 = self.cluster.conductors['c1']
+        c1_id = self.cluster.conductor_id('c1')
+        c2_id = self.cluster.conductor_id('c2')
+        load = mp.Load([url], clients=4, pause=0.05).start()
+        self.addCleanup(load.stop)
+        time.sleep(1)
+        # NOTE: a stopped conductor still looks alive until its heartbeat
+        # times out, so it keeps receiving allocations it cannot process.
+        c1.signal(signal.SIGSTOP)
+        self.wait_for('c1 owns 20 allocating allocations',
+                      lambda: len(self.owned_allocating(c1_id)) >= 20,
+                      mp.HEARTBEAT_TIMEOUT + 5)
+        owned = self.owned_allocating(c1_id)
+        c1.kill()
+        killed_at = time.monotonic()
+        mp.log('kill -9 c1 (id %s) owning %d allocating allocations',
+               c1_id, len(owned))
+        time.sleep(mp.HEARTBEAT_TIMEOUT + mp.CHECK_ALLOCATIONS_INTERVAL)
+        load.stop()
+        mp.log('load stopped %.1fs after the kill', time.monotonic() -
+               killed_at)
+        self.assert_answered(load, {201}, 'POST')
+        counts = self.settle_and_check(url, load)
+        self.assertEqual(0, counts['by_state'].get('error', 0))
+        with self.cluster.engine.connect() as conn:
+            rows = conn.execute(sa.text(
+                'SELECT uuid, state, conductor_affinity FROM allocations')
+            ).all()
+        taken = [r for r in rows if r.uuid in owned]
+        self.assertEqual(len(owned), len(taken))
+        self.assertEqual({('active', c2_id)},
+                         {(r.state, r.conductor_affinity) for r in taken})
+        mp.log('all %d allocations of the killed conductor are active '
+               'under c2 (id %s); %d taken over according to c2\'s log',
+               len(taken), c2_id,
+               self.cluster.grep_logs('Took over allocation', ['c2']))
+
+    def test_partitioned_conductor_late_writes_refused(self):
+        """SIGSTOP a conductor in the middle of its work, let another take
+        its rows over, SIGCONT it: its late writes change nothing."""
+        url, = self.prepare(nodes=300)
+        c1 = self.cluster.conductors['c1']
+        c1_id = self.cluster.conductor_id('c1')
+        c2_id = self.cluster.conductor_id('c2')
+        # NOTE: a table lock held by the test stops every allocation in
+        # flight between reading its row (owned by its conductor) and
+        # searching for a node, so c1 is paused with work half done.
+        # The rows are written as the API writes them (allocating, owned
+        # by c1): the API itself reads the nodes table, which is locked.
+        lock_conn = self.cluster.engine.connect()
+        self.addCleanup(lock_conn.close)
+        trans = lock_conn.begin()
+        if self.cluster.engine.dialect.name == 'postgresql':
+            lock_conn.execute(sa.text(
+                'LOCK TABLE nodes IN ACCESS EXCLUSIVE MODE'))
+        else:
+            lock_conn.execute(sa.text('LOCK TABLES nodes WRITE'))
+        owned = self.cluster.insert_allocations(12, c1_id)
+        # The re-drive (every second) starts them; the workers block.
+        time.sleep(mp.REDRIVE_INTERVAL + 1.5)
+        c1.signal(signal.SIGSTOP)
+        stopped_at = time.monotonic()
+        if self.cluster.engine.dialect.name != 'postgresql':
+            lock_conn.execute(sa.text('UNLOCK TABLES'))
+        trans.rollback()
+        mp.log('nodes table locked, 12 allocating allocations owned by c1 '
+               '(id %s) written, SIGSTOP c1 with them in flight, lock '
+               'released', c1_id)
+        self.assertEqual(set(owned), self.owned_allocating(c1_id))
+        load = mp.Load([url], clients=2, total=20).start()
+        load.join(60)
+        load.created.extend(owned)
+
+        def taken_over():
+            with self.cluster.engine.connect() as conn:
+                rows = conn.execute(sa.text(
+                    'SELECT uuid, state, conductor_affinity FROM '
+                    'allocations')).all()
+            return all(r.state == 'active' and r.conductor_affinity == c2_id
+                       for r in rows if r.uuid in owned)
+
+        self.wait_for('c2 took over and finished the allocations of c1',
+                      taken_over, TAKE_OVER_BOUND)
+        mp.log('c2 (id %s) took over and finished them %.1fs after the '
+               'SIGSTOP', c2_id, time.monotonic() - stopped_at)
+        before = self._snapshot()
+        refused_before = self.cluster.grep_logs(
+            'was deleted or taken over while being processed', ['c1'])
+        c1.signal(signal.SIGCONT)
+        mp.log('SIGCONT c1')
+        self.wait_for('c1 tried its late writes', lambda: (
+            self.cluster.grep_logs(
+                'was deleted or taken over while being processed', ['c1'])
+            > refused_before), 15)
+        # Its heartbeat, re-drive and take-over passes run meanwhile.
+        time.sleep(mp.HEARTBEAT_TIMEOUT)
+        refused = self.cluster.grep_logs(
+            'was deleted or taken over while being processed', ['c1'])
+        self.assertEqual(before, self._snapshot())
+        self.assert_answered(load, {201}, 'POST')
+        self.settle_and_check(url, load)
+        mp.log('c1 resumed: %d late reservations refused (guarded UPDATE '
+               '... WHERE conductor_affinity = c1), rows of the %d '
+               'allocations and their nodes unchanged', refused, len(owned))
+
+    def _snapshot(self):
+        with self.cluster.engine.connect() as conn:
+            return (sorted(tuple(r) for r in conn.execute(sa.text(
+                'SELECT uuid, state, node_id, conductor_affinity FROM '
+                'allocations'))),
+                sorted(tuple(r) for r in conn.execute(sa.text(
+                    'SELECT id, allocation_id, instance_uuid FROM nodes '
+                    'WHERE allocation_id IS NOT NULL'))))
+
+
+class TestServerRestarts(MultiProcessTestCase):
+
+    def _outage(self, server, what, url, delete_target):
+        """Stop ``server`` under load, probe the API, start it again.
+
+        :returns: (time it went down, time it was back).
+        """
+        down_at = time.monotonic()
+        server.stop()
+        self.addCleanup(self._ensure_started, server)
+        server.stopped = True
+        mp.log('%s stopped (%.1fs)', what, time.monotonic() - down_at)
+        probes = {}
+        for method, target in (('POST', url), ('DELETE', delete_target)):
+            status, elapsed, text = self.probe(method, target)
+            probes[method] = status
+            mp.log('%s during the %s outage: %s in %.1fs %s', method, what,
+                   status, elapsed, text if status not in (201, 204)
+                   else '')
+            self.assertLess(elapsed, mp.RPC_CALL_TIMEOUT + 5)
+        time.sleep(2)
+        up_at = time.monotonic()
+        server.start()
+        server.stopped = False
+        mp.log('%s started again (%.1fs); it was down %.1fs', what,
+               time.monotonic() - up_at, time.monotonic() - down_at)
+        return down_at, time.monotonic(), probes
+
+    @staticmethod
+    def _ensure_started(server):
+        if getattr(server, 'stopped', False):
+            server.start()
+
+    def _run_outage(self, server, what, post_allowed):
+        urls = self.prepare(nodes=1500)
+        url = urls[0]
+        load = mp.Load(urls, clients=4, delete_ratio=0.3, pause=0.05).start()
+        self.addCleanup(load.stop)
+        time.sleep(3)
+        self.assertTrue(load.deleted, 'no DELETE answered before the '
+                        'outage')
+        victim = load.created[-1]
+        down_at, up_at, probes = self._outage(
+            server, what, url, '%s/v1/allocations/%s' % (url, victim))
+        time.sleep(RECOVERY_GRACE + 3)
+        load.stop()
+        # After recovery: new allocations complete, DELETE works again.
+        after = mp.Load(urls, clients=2, delete_ratio=0.3, total=40)
+        after.start().join(60)
+        load.counts.update(after.counts)
+        load.created.extend(after.created)
+        load.deleted.extend(after.deleted)
+        self.assertEqual({201, 204}, {s for _, s in after.counts},
+                         'answers after recovery: %s' % after.statuses())
+        status, _, text = self.probe('DELETE', '%s/v1/allocations/%s'
+                                     % (url, victim))
+        if status != 404:
+            self.assertEqual(204, status, text)
+            load.deleted.append(victim)
+        mp.log('after recovery: %s; DELETE of the probed allocation: %s',
+               after.statuses(), status)
+
+        outage = {m: load.statuses_between(down_at - 1,
+                                           up_at + RECOVERY_GRACE, m)
+                  for m in ('POST', 'DELETE')}
+        outside = {m: load.statuses_between(0, down_at - 1, m) +
+                   load.statuses_between(up_at + RECOVERY_GRACE,
+                                         float('inf'), m)
+                   for m in ('POST', 'DELETE')}
+        mp.log('answers during the outage (+%ds grace): %s; outside: %s',
+               RECOVERY_GRACE, dict(outage), dict(outside))
+        self.assert_answered(load, {201, 204, 404, 409, 503})
+        for method in ('POST', 'DELETE'):
+            self.assertEqual(0, outside[method].get(503, 0),
+                             '503 to %s while nothing was down' % method)
+        self.assertIn(probes['POST'], post_allowed)
+        self.assertEqual(503, probes['DELETE'])
+        counts = self.settle_and_check(url, load)
+        self.assertEqual(0, counts['by_state'].get('error', 0))
+        return load, outage
+
+    def test_broker_restart_under_load(self):
+        """RabbitMQ stopped and started while clients POST and DELETE."""
+        load, outage = self._run_outage(mp.Broker(), 'RabbitMQ', {201})
+        # NOTE: the row is written before the cast: POSTs never fail.
+        self.assertEqual(0, outage['POST'].get(503, 0))
+        self.assertTrue(self.cluster.grep_logs('Cast of allocation',
+                                               ['api-1']) or
+                        outage['POST'].get(201, 0) == 0)
+        mp.log('casts lost during the outage and re-driven: %d',
+               self.cluster.grep_logs('Cast of allocation', ['api-1']))
+
+    def test_database_restart_under_load(self):
+        """The database server stopped and started under load."""
+        self._run_outage(mp.DatabaseServer(), 'database', {503})
+
+
+class TestConcurrentLoad(MultiProcessTestCase):
+
+    def test_two_apis_three_conductors(self):
+        """Several hundred allocations and deletions over two API ports."""
+        urls = self.prepare(nodes=1000, apis=2, conductors=3)
+        load = mp.Load(urls, clients=8, delete_ratio=0.35, total=600)
+        started = time.monotonic()
+        load.start().join(TEST_TIMEOUT / 2)
+        mp.log('600 requests by 8 clients over %s in %.1fs', urls,
+               time.monotonic() - started)
+        self.assert_answered(load, {201, 204})
+        per_port = collections.Counter()
+        counts = self.settle_and_check(urls[0], load)
+        self.assertEqual(0, counts['by_state'].get('error', 0))
+        # The second API process sees the same rows.
+        self.assertEqual(mp.list_allocations(urls[0]),
+                         mp.list_allocations(urls[1]))
+        with self.cluster.engine.connect() as conn:
+            per_port.update(dict(conn.execute(sa.text(
+                'SELECT conductor_affinity, count(*) FROM allocations '
+                'GROUP BY conductor_affinity')).all()))
+        mp.log('allocations per conductor id: %s', dict(per_port))
+        self.assertEqual(3, len(per_port))

@@ -92,7 +92,7 @@ setup_postgresql() {
     local version
     version=$(pg_lsclusters --no-header | awk 'NR==1 {print $1}')
     if [[ -z $version ]]; then
-        version=$(ls /usr/lib/postgresql | sort -n | tail -1)
+        version=$(find /usr/lib/postgresql -mindepth 1 -maxdepth 1 -printf "%f\n" | sort -n | tail -1)
     fi
     if ! pg_lsclusters --no-header | awk '{print $2}' | grep -qx "$PG_CLUSTER"; then
         log "creating PostgreSQL cluster $version/$PG_CLUSTER on port $PG_PORT"

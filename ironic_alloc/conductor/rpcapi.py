@@ -9,6 +9,7 @@ API version history:
 import hashlib
 import random
 
+from kombu import exceptions as kombu_exc
 from oslo_log import log
 import oslo_messaging as messaging
 
@@ -42,6 +43,11 @@ def _wrap_transport_errors(f):
         except messaging.MessageDeliveryFailure as exc:
             raise exception.ConductorUnreachable(
                 reason='message delivery failed') from exc
+        except (kombu_exc.OperationalError, ConnectionError) as exc:
+            # NOTE: with bounded retries (SEND_RETRIES), a connection the
+            # rabbit driver could not open surfaces as kombu's error.
+            raise exception.ConductorUnreachable(
+                reason='message broker unreachable') from exc
         except messaging.MessagingException as exc:
             if isinstance(exc, messaging.RemoteError):
                 if exc.exc_type in ('DBConnectionError', 'OperationalError'):

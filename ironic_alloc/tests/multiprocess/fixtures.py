@@ -389,10 +389,13 @@ class Cluster:
     def processes(self):
         return [p for p, _ in self.apis] + list(self.conductors.values())
 
-    def cleanup(self):
+    def cleanup(self, keep_logs=False):
+        """Stop every process; remove the work dir unless keep_logs."""
         for proc in self.processes():
             proc.stop()
         self.engine.dispose()
+        if not keep_logs:
+            shutil.rmtree(self.workdir, ignore_errors=True)
 
     def logs_tail(self, limit=3000):
         return '\n'.join('--- %s (%s)\n%s' % (p.name, p.log_path,
@@ -552,6 +555,7 @@ class Load:
         self._stop = threading.Event()
         self._threads = []
         self._issued = 0
+        self._claimed = set()
 
     def start(self):
         for i in range(self.clients):
@@ -600,10 +604,14 @@ class Load:
             url = rnd.choice(self.urls)
             victim = None
             if self.delete_ratio and rnd.random() < self.delete_ratio:
+                # NOTE: each allocation is deleted by one client only, so
+                # a 404 is never the clients' own race.
                 with self._lock:
-                    done = set(self.deleted)
-                    pool = [u for u in self.created if u not in done]
+                    pool = [u for u in self.created
+                            if u not in self._claimed]
                     victim = rnd.choice(pool) if pool else None
+                    if victim:
+                        self._claimed.add(victim)
             if victim:
                 self.request(session, 'DELETE',
                              '%s/v1/allocations/%s' % (url, victim), victim)

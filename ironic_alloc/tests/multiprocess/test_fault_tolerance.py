@@ -48,13 +48,15 @@ class MultiProcessTestCase(oslo_base.BaseTestCase):
         lock.acquire()
         self.addCleanup(lock.release)
         self.cluster = mp.Cluster(self.id().rsplit('.', 1)[-1][5:30])
-        self.addCleanup(self.cluster.cleanup)
+        self.failed = False
+        self.addCleanup(lambda: self.cluster.cleanup(keep_logs=self.failed))
         self.addOnException(self._attach_logs)
         self.started = time.monotonic()
         mp.log('%s: work dir %s, database %s', self.id(),
                self.cluster.workdir, mp._safe(self.cluster.db_url))
 
     def _attach_logs(self, exc_info):
+        self.failed = True
         self.addDetail('service-logs',
                        content.text_content(self.cluster.logs_tail()))
         self.addDetail('conductors', content.text_content(
@@ -213,7 +215,10 @@ class TestConductorFailure(MultiProcessTestCase):
                       taken_over, TAKE_OVER_BOUND)
         mp.log('c2 (id %s) took over and finished them %.1fs after the '
                'SIGSTOP', c2_id, time.monotonic() - stopped_at)
-        before = self._snapshot()
+        # NOTE: the API's allocations too, so that nothing but c1 may
+        # change a row from here on.
+        self.cluster.wait_settled(TAKE_OVER_BOUND)
+        before = self._snapshot(owned)
         refused_before = self.cluster.grep_logs(
             'was deleted or taken over while being processed', ['c1'])
         c1.signal(signal.SIGCONT)
@@ -226,21 +231,24 @@ class TestConductorFailure(MultiProcessTestCase):
         time.sleep(mp.HEARTBEAT_TIMEOUT)
         refused = self.cluster.grep_logs(
             'was deleted or taken over while being processed', ['c1'])
-        self.assertEqual(before, self._snapshot())
+        self.assertEqual(before, self._snapshot(owned))
         self.assert_answered(load, {201}, 'POST')
         self.settle_and_check(url, load)
         mp.log('c1 resumed: %d late reservations refused (guarded UPDATE '
                '... WHERE conductor_affinity = c1), rows of the %d '
                'allocations and their nodes unchanged', refused, len(owned))
 
-    def _snapshot(self):
+    def _snapshot(self, uuids):
+        """The rows of these allocations and of their nodes."""
         with self.cluster.engine.connect() as conn:
-            return (sorted(tuple(r) for r in conn.execute(sa.text(
-                'SELECT uuid, state, node_id, conductor_affinity FROM '
-                'allocations'))),
-                sorted(tuple(r) for r in conn.execute(sa.text(
-                    'SELECT id, allocation_id, instance_uuid FROM nodes '
-                    'WHERE allocation_id IS NOT NULL'))))
+            allocs = sorted(tuple(r) for r in conn.execute(sa.text(
+                'SELECT uuid, state, node_id, conductor_affinity, id FROM '
+                'allocations')) if r.uuid in uuids)
+            ids = {a[4] for a in allocs}
+            nodes = sorted(tuple(r) for r in conn.execute(sa.text(
+                'SELECT id, allocation_id, instance_uuid FROM nodes WHERE '
+                'allocation_id IS NOT NULL')) if r.allocation_id in ids)
+        return allocs, nodes
 
 
 class TestServerRestarts(MultiProcessTestCase):

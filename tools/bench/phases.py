@@ -161,7 +161,7 @@ def run_workers(count, work, stop, grace):
 def _each(settings, items, stop, handle, label):
     """Run ``handle(client, item)`` for every item with the worker pool.
 
-    :returns: (seconds, interrupted).
+    :returns: (seconds, items handled, interrupted).
     """
     queue = _Queue(items)
     bar = settings.progress(label, len(items))
@@ -183,7 +183,7 @@ def _each(settings, items, stop, handle, label):
                               work, stop, settings.request_timeout + 1)
     seconds = time.perf_counter() - start
     bar.finish('(interrupted)' if interrupted else '')
-    return seconds, interrupted
+    return seconds, bar.done, interrupted
 
 
 # Enroll through the API
@@ -267,9 +267,9 @@ def enroll_api(settings, count, name_prefix, stop):
             if error and error != 'interrupted':
                 errors[error] += 1
 
-    seconds, interrupted = _each(settings, range(count), stop, handle,
-                                 'enroll')
-    return (PhaseResult('enroll', seconds, count, interrupted, errors),
+    seconds, done, interrupted = _each(settings, range(count), stop, handle,
+                                       'enroll')
+    return (PhaseResult('enroll', seconds, done, interrupted, errors),
             created)
 
 
@@ -287,10 +287,9 @@ def delete_nodes_api(settings, node_uuids, stop):
             with lock:
                 errors[api_client.error_kind(result)] += 1
 
-    seconds, interrupted = _each(settings, list(node_uuids), stop, handle,
-                                 'cleanup')
-    return PhaseResult('cleanup', seconds, len(node_uuids), interrupted,
-                       errors)
+    seconds, done, interrupted = _each(settings, list(node_uuids), stop,
+                                       handle, 'cleanup')
+    return PhaseResult('cleanup', seconds, done, interrupted, errors)
 
 
 # Allocate
@@ -341,14 +340,14 @@ def allocate(settings, count, stop):
     :returns: (PhaseResult, list of AllocationRecord).
     """
     records = [AllocationRecord(index=i) for i in range(count)]
-    seconds, interrupted = _each(
+    seconds, done, interrupted = _each(
         settings, records, stop,
         lambda client, record: _allocate_one(settings, client, record, stop),
         'allocate')
     errors = collections.Counter(
         kind for kind in (r.error_kind(settings.timeout) for r in records)
         if kind)
-    return PhaseResult('allocate', seconds, count, interrupted,
+    return PhaseResult('allocate', seconds, done, interrupted,
                        errors), records
 
 
@@ -368,10 +367,9 @@ def delete(settings, records, stop):
     :returns: PhaseResult.
     """
     created = [r for r in records if r.uuid]
-    seconds, interrupted = _each(settings, created, stop,
-                                 lambda client, r: _delete_one(client, r),
-                                 'delete')
+    seconds, done, interrupted = _each(
+        settings, created, stop, lambda client, r: _delete_one(client, r),
+        'delete')
     errors = collections.Counter(r.delete_error for r in created
                                  if r.delete_error)
-    return PhaseResult('delete', seconds, len(created), interrupted,
-                       errors)
+    return PhaseResult('delete', seconds, done, interrupted, errors)

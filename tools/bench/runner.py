@@ -59,7 +59,7 @@ def _enroll(settings, options, name_prefix, stop):
             interrupted = True
             uuids, seconds = [], 0.0
         bar.finish('(bulk loader, not the API)')
-        return (phases_mod.PhaseResult('enroll', seconds, options.nodes,
+        return (phases_mod.PhaseResult('enroll', seconds, len(uuids),
                                        interrupted), uuids)
     return None, []
 
@@ -88,10 +88,17 @@ def _memory(pid):
     return service_mod.memory_of(pid) if pid else None
 
 
-def _run_checks(settings, records, stage, after_delete, found, timings):
+def _run_checks(settings, records, stage, after_delete, found, timings,
+                stop):
+    """Run the checks of one stage; Ctrl-C skips them (and sets stop)."""
+    _say('Checking through the API (%s)' % stage)
     client = settings.client()
     try:
         results, seconds = checks_mod.run(client, records, after_delete)
+    except KeyboardInterrupt:
+        stop.set()
+        _say('\nInterrupted: checks skipped')
+        return
     finally:
         client.close()
     found.extend((stage, c) for c in results)
@@ -140,7 +147,7 @@ def run(settings, options):
                 memory['after_allocate'] = (_memory(pid) or {}).get('rss')
         if options.checks and records and not stop.is_set():
             _run_checks(settings, records, 'after allocate', False,
-                        found_checks, check_seconds)
+                        found_checks, check_seconds, stop)
         # NOTE: allocations are deleted even after Ctrl-C (as clean-up,
         # with a fresh stop event); a second Ctrl-C aborts.
         interrupted = stop.is_set()
@@ -149,7 +156,7 @@ def run(settings, options):
         phases['delete'].interrupted |= interrupted
         if options.checks and records and not interrupted:
             _run_checks(settings, records, 'after delete', True,
-                        found_checks, check_seconds)
+                        found_checks, check_seconds, threading.Event())
     finally:
         cleanup = _clean_up_nodes(settings, options, enrolled)
     if cleanup is not None and cleanup.errors:

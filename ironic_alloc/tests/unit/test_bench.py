@@ -1,8 +1,9 @@
 """Unit tests of the pure parts of the benchmark tool (tools/bench).
 
-No network and no service: percentiles, error kinds, paging, the
-correctness checks on synthetic listings, the report, the profile
-grouping and the small parsers. The benchmark's numbers themselves are
+No network and no service: percentiles, error kinds, one client's
+allocate-and-poll loop against scripted answers, paging, the correctness
+checks on synthetic listings, the report, the profile grouping and the
+small parsers. The benchmark's numbers themselves are
 never asserted here (see doc/source/admin/performance.rst).
 """
 
@@ -11,6 +12,7 @@ import io
 import json
 import os
 import tempfile
+import threading
 
 from ironic_alloc.tests import base
 from tools.bench import checks
@@ -170,6 +172,98 @@ class TestAllocationRecord(base.TestCase):
         self.assertEqual(('active', N1), (record.state, record.node_uuid))
         record.observe(None)
         self.assertEqual('active', record.state)
+
+
+class ScriptedClient:
+    """Answers ``timed`` calls from a script of (status, document)."""
+
+    def __init__(self, *answers, repeat_last=False):
+        self.answers = list(answers)
+        self.repeat_last = repeat_last
+        self.calls = []
+
+    def timed(self, method, path, body=None, params=None):
+        self.calls.append((method, path, body))
+        if len(self.answers) > 1 or not self.repeat_last:
+            status, document = self.answers.pop(0)
+        else:
+            status, document = self.answers[0]
+        body = json.dumps(document).encode() if document is not None else b''
+        return client.Response(status, {}, body), 0.001
+
+
+def _allocating(**kw):
+    return dict({'uuid': A1, 'state': 'allocating', 'node_uuid': None,
+                 'last_error': None}, **kw)
+
+
+class TestAllocateOne(base.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.settings = _settings(poll_interval=0.001, timeout=5,
+                                  traits=('CUSTOM_X',))
+        self.stop = threading.Event()
+
+    def _run(self, fake):
+        record = phases.AllocationRecord(index=0)
+        phases._allocate_one(self.settings, fake, record, self.stop)
+        return record
+
+    def test_polls_until_active(self):
+        fake = ScriptedClient((201, _allocating()), (200, _allocating()),
+                              (200, _allocating(state='active',
+                                                node_uuid=N1)))
+        record = self._run(fake)
+        self.assertEqual(('active', N1, 2), (record.outcome,
+                                             record.node_uuid, record.polls))
+        self.assertIsNotNone(record.to_terminal_seconds)
+        self.assertEqual(('POST', '/v1/allocations',
+                          {'resource_class': 'bench',
+                           'traits': ['CUSTOM_X']}), fake.calls[0])
+        self.assertEqual(('GET', '/v1/allocations/%s' % A1, None),
+                         fake.calls[1])
+
+    def test_error_state(self):
+        fake = ScriptedClient((201, _allocating()), (200, _allocating(
+            state='error', last_error='No candidate node: traits')))
+        record = self._run(fake)
+        self.assertEqual('state error: No candidate node: traits',
+                         record.error_kind(5))
+
+    def test_post_refused(self):
+        fake = ScriptedClient((503, {'error_message': json.dumps(
+            {'faultstring': 'No conductor is alive'})}))
+        record = self._run(fake)
+        self.assertEqual(('post_failed', 'HTTP 503: No conductor is alive'),
+                         (record.outcome, record.error_kind(5)))
+
+    def test_vanished(self):
+        fake = ScriptedClient((201, _allocating()), (404, {}))
+        self.assertEqual('vanished', self._run(fake).outcome)
+
+    def test_poll_errors_are_retried(self):
+        fake = ScriptedClient((201, _allocating()), (500, {}),
+                              (200, _allocating(state='active',
+                                                node_uuid=N1)))
+        record = self._run(fake)
+        self.assertEqual('active', record.outcome)
+        self.assertEqual(['HTTP 500: {}'], record.poll_errors)
+
+    def test_stuck_after_timeout(self):
+        self.settings.timeout = 0.05
+        fake = ScriptedClient((201, _allocating()), (200, _allocating()),
+                              repeat_last=True)
+        record = self._run(fake)
+        self.assertEqual('stuck', record.outcome)
+        self.assertGreater(record.polls, 0)
+
+    def test_stop_ends_polling(self):
+        self.stop.set()
+        fake = ScriptedClient((201, _allocating()), (200, _allocating()),
+                              repeat_last=True)
+        record = self._run(fake)
+        self.assertEqual(('unfinished', 0), (record.outcome, record.polls))
 
 
 class FakeClient:

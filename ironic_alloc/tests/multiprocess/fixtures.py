@@ -180,6 +180,22 @@ class Process:
         if self.running():
             os.killpg(self.pid, signum)
 
+    def pause(self, timeout=10):
+        """SIGSTOP the group and wait until the kernel shows the process
+        stopped (state T), so that it runs no more code from here on."""
+        self.signal(signal.SIGSTOP)
+        deadline = time.monotonic() + timeout
+        while True:
+            with open('/proc/%d/stat' % self.pid) as f:
+                # NOTE: the state follows the parenthesised command name.
+                state = f.read().rsplit(')', 1)[1].split()[0]
+            if state == 'T':
+                return
+            if time.monotonic() > deadline:
+                raise AssertionError('%s not stopped after SIGSTOP (state '
+                                     '%s)' % (self.name, state))
+            time.sleep(0.01)
+
     def kill(self):
         """SIGKILL the whole group and reap it."""
         try:
@@ -577,6 +593,16 @@ class Load:
         if alive:
             raise AssertionError('%d client threads still blocked after '
                                  '%ds' % (len(alive), timeout))
+
+    def claim(self):
+        """An allocation created by the load that its clients will not
+        delete (for the test's own requests)."""
+        with self._lock:
+            for uuid in reversed(self.created):
+                if uuid not in self._claimed:
+                    self._claimed.add(uuid)
+                    return uuid
+        raise AssertionError('the load created no allocation')
 
     def _take(self):
         with self._lock:

@@ -148,3 +148,6 @@ ALLOCATING = 'allocating'
 ALLOCATION_ACTIVE = 'active'
 ALLOCATION_ERROR = 'error'
 ALLOCATION_STATES = (ALLOCATING, ALLOCATION_ACTIVE, ALLOCATION_ERROR)
+
+# Node provision states in which an allocation may be backfilled (1.58).
+BACKFILL_STATES = (ACTIVE, DEPLOYING, DEPLOYWAIT)

@@ -25,9 +25,6 @@ dbapi = db_api.get_instance()
 # the node is in maintenance); the same as for changing a node.
 DEALLOCATION_STATES = states.UPDATE_ALLOWED_STATES
 
-# Node states in which an allocation may be backfilled.
-BACKFILL_STATES = (states.ACTIVE, states.DEPLOYING, states.DEPLOYWAIT)
-
 
 def criteria_of(allocation):
     return {'resource_class': allocation.resource_class,

@@ -28,8 +28,6 @@ from ironic_alloc import objects
 
 LOG = log.getLogger(__name__)
 
-# Node states in which an allocation may be backfilled.
-BACKFILL_STATES = (states.ACTIVE, states.DEPLOYING, states.DEPLOYWAIT)
 
 SORT_KEYS = frozenset(['id', 'uuid', 'name', 'state', 'resource_class',
                        'owner', 'created_at', 'updated_at'])
@@ -230,11 +228,12 @@ def _check_backfill(node, values):
     if node.instance_uuid and node.instance_uuid != values['uuid']:
         raise exception.NodeAssociated(node=node.uuid,
                                        instance=node.instance_uuid)
-    if node.provision_state not in BACKFILL_STATES:
+    if node.provision_state not in states.BACKFILL_STATES:
         raise exception.Invalid(
             'Cannot create an allocation for node %s in provision state '
             '"%s": backfilling needs one of %s.'
-            % (node.uuid, node.provision_state, ', '.join(BACKFILL_STATES)))
+            % (node.uuid, node.provision_state,
+               ', '.join(states.BACKFILL_STATES)))
     if values.get('resource_class') and (
             values['resource_class'] != node.resource_class):
         raise exception.Invalid(
@@ -356,7 +355,7 @@ class AllocationsController(rest.RestController):
             if values['resource_class'] is None:
                 values['resource_class'] = node.resource_class
             new = objects.Allocation(context, **values)
-            new.backfill(node.id, BACKFILL_STATES)
+            new.backfill(node.id, states.BACKFILL_STATES)
             LOG.info('Allocation %(alloc)s backfilled for node %(node)s',
                      {'alloc': new.uuid, 'node': node.uuid})
             utils.set_location('allocations', new.uuid)

@@ -235,7 +235,7 @@ class TestDeallocation(AllocationTestCase):
         allocation = allocation_obj.Allocation(
             self.context, uuid=uuidutils.generate_uuid(),
             resource_class='gold', traits=[], candidate_nodes=[], extra={})
-        allocation.backfill(node.id, allocations.BACKFILL_STATES)
+        allocation.backfill(node.id, states.BACKFILL_STATES)
         self.assertEqual(states.ALLOCATION_ACTIVE, allocation.state)
         node.refresh()
         self.assertEqual(allocation.id, node.allocation_id)
@@ -244,7 +244,7 @@ class TestDeallocation(AllocationTestCase):
             self.context, uuid=uuidutils.generate_uuid(), traits=[],
             candidate_nodes=[], extra={})
         self.assertRaises(exception.NodeChanged, again.backfill, node.id,
-                          allocations.BACKFILL_STATES)
+                          states.BACKFILL_STATES)
         self.assertInvariant()
 
 

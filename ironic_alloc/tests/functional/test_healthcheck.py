@@ -1,5 +1,5 @@
 """GET /healthcheck: open without credentials, 503 while the database is
-unreachable; other requests meanwhile: a clean 500."""
+unreachable; other requests meanwhile: a clean 503."""
 
 import json
 import os
@@ -97,18 +97,18 @@ class TestHealthcheck(_AppTestCase):
 
 
 class TestDatabaseOutage(_AppTestCase):
-    """API requests while the database is unreachable: a 500 in Ironic's
-    format, without the database error in it."""
+    """API requests while the database is unreachable: a 503 in Ironic's
+    format (clients may retry), without the database error in it."""
 
     def test_list_nodes(self):
         app = self._app()
         self._break_database()
         resp = app.get('/v1/nodes', expect_errors=True)
-        self.assertEqual(500, resp.status_int)
+        self.assertEqual(503, resp.status_int)
         fault = json.loads(resp.json['error_message'])
         self.assertEqual({'faultcode': 'Server', 'faultstring':
-                          'An internal error occurred; see the API service '
-                          'log.', 'debuginfo': None}, fault)
+                          'The database is unavailable. The request may be '
+                          'retried.', 'debuginfo': None}, fault)
         self.assertNotIn('sqlite', resp.text)
         self.assertTrue(resp.headers['X-OpenStack-Request-Id'])
 

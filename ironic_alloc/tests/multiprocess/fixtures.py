@@ -457,11 +457,14 @@ class Cluster:
                 'ORDER BY id')).all()
 
 
-def check_consistency(cluster, api_url, created, deleted):
+def check_consistency(cluster, api_url, created, deleted, unknown=()):
     """Compare allocation and node rows, and the API's view of them.
 
     :param created: uuids of allocations the API answered 201 for.
     :param deleted: uuids the API answered 204 for.
+    :param unknown: uuids whose DELETE got no 204 (a 503 or no answer):
+        a call that timed out may still have been carried out later, so
+        these may be gone or not.
     :returns: a dict of counts (printed by the tests).
     :raises: AssertionError naming what disagrees.
     """
@@ -499,7 +502,7 @@ def check_consistency(cluster, api_url, created, deleted):
             problems.append('node %s points to allocation %s that does not '
                             'point back (%s)' % (node.uuid,
                                                  node.allocation_id, a))
-    lost = set(created) - set(deleted) - set(allocs)
+    lost = set(created) - set(deleted) - set(unknown) - set(allocs)
     if lost:
         problems.append('%d allocations answered 201 are gone: %s'
                         % (len(lost), sorted(lost)[:5]))
@@ -564,6 +567,7 @@ class Load:
         self.counts = collections.Counter()
         self.created = []
         self.deleted = []
+        self.delete_unknown = []
         self.samples = {}
         self.slowest = collections.defaultdict(float)
         self.timeline = []
@@ -659,16 +663,25 @@ class Load:
                                       timeout=REQUEST_TIMEOUT)
         except requests.Timeout:
             self._record(method, 'timeout', started)
+            self._delete_unknown(method, uuid)
             return None
         except requests.RequestException as exc:
             self._record(method, 'error', started, str(exc))
+            self._delete_unknown(method, uuid)
             return None
+        if method == 'DELETE' and resp.status_code != 204:
+            self._delete_unknown(method, uuid)
         if method == 'POST' and resp.status_code == 201:
             uuid = resp.json()['uuid']
         self._record(method, resp.status_code, started,
                      resp.text if resp.status_code >= 300 else None,
                      uuid if resp.status_code in (201, 204) else None)
         return resp
+
+    def _delete_unknown(self, method, uuid):
+        if method == 'DELETE' and uuid is not None:
+            with self._lock:
+                self.delete_unknown.append(uuid)
 
     def statuses(self, method=None):
         return {k if method is None else k[1]: v

@@ -88,7 +88,7 @@ class MultiProcessTestCase(oslo_base.BaseTestCase):
     def settle_and_check(self, url, load):
         waited = self.cluster.wait_settled(TAKE_OVER_BOUND + 10)
         counts = mp.check_consistency(self.cluster, url, load.created,
-                                      load.deleted)
+                                      load.deleted, load.delete_unknown)
         mp.log('settled %.1fs after the load ended; checked: %s', waited,
                counts)
         for proc in self.cluster.processes():

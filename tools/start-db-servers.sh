@@ -11,6 +11,7 @@ set -euo pipefail
 
 LOG_DIR=${1:-/tmp}
 WAIT_SECONDS=${DB_START_TIMEOUT:-120}
+PG_PORT=${PG_PORT:-5432}
 mkdir -p "$LOG_DIR"
 
 log() { echo "[$(date -u +%H:%M:%S)] start-db-servers: $*"; }
@@ -30,22 +31,34 @@ wait_for() {
 }
 
 start_postgresql() {
-    local version cluster
-    # NOTE: the Debian package creates one cluster (e.g. "15 main").
-    read -r version cluster < <(pg_lsclusters --no-header | awk 'NR==1 {print $1, $2}')
+    local version cluster port status
+    # NOTE: the tiers use the cluster on the default port 5432 (Debian's
+    # "main"); other clusters (the multi-process tier's own on 5433, say)
+    # are left alone, so the first one listed is not necessarily ours.
+    read -r version cluster port status < <(pg_lsclusters --no-header |
+        awk -v p="$PG_PORT" '$3 == p {print $1, $2, $3, $4; exit}')
     if [[ -z ${version:-} ]]; then
-        log "no PostgreSQL cluster found (is postgresql installed?)"
-        return 1
+        version=$(find /usr/lib/postgresql -mindepth 1 -maxdepth 1 \
+            -printf "%f\n" 2>/dev/null | sort -n | tail -1)
+        if [[ -z $version ]]; then
+            log "PostgreSQL is not installed"
+            return 1
+        fi
+        cluster=main
+        port=$PG_PORT
+        status=down
+        log "creating PostgreSQL cluster $version/$cluster on port $port"
+        pg_createcluster "$version" "$cluster" --port "$port" >/dev/null
     fi
-    if pg_lsclusters --no-header | awk 'NR==1 {print $4}' | grep -q online; then
+    if [[ $status == online* ]]; then
         log "PostgreSQL $version/$cluster is already running"
     else
-        log "starting PostgreSQL $version/$cluster"
+        log "starting PostgreSQL $version/$cluster on port $port"
         # pg_ctlcluster starts the server directly (as the postgres user)
         # when systemd is not running.
         pg_ctlcluster "$version" "$cluster" start
     fi
-    wait_for PostgreSQL pg_isready -q -h localhost
+    wait_for "PostgreSQL $version/$cluster" pg_isready -q -h localhost -p "$port"
 }
 
 start_mariadb() {

@@ -45,7 +45,7 @@ done
 
 # PostgreSQL: the role may create databases (oslo.db's fixtures) and owns
 # the test databases.
-"${AS_POSTGRES[@]}" psql -v ON_ERROR_STOP=1 -q -c "
+"${AS_POSTGRES[@]}" psql -p 5432 -v ON_ERROR_STOP=1 -q -c "
     DO \$\$
     BEGIN
         IF EXISTS (SELECT FROM pg_roles WHERE rolname = '$DB_USER') THEN
@@ -56,8 +56,8 @@ done
     END
     \$\$;"
 for db in $DATABASES; do
-    PGPASSWORD=$DB_PW psql -v ON_ERROR_STOP=1 -q -h 127.0.0.1 \
+    PGPASSWORD=$DB_PW psql -p 5432 -v ON_ERROR_STOP=1 -q -h 127.0.0.1 \
         -U "$DB_USER" -d postgres -c "DROP DATABASE IF EXISTS $db"
-    PGPASSWORD=$DB_PW createdb -h 127.0.0.1 -U "$DB_USER" -l C \
+    PGPASSWORD=$DB_PW createdb -p 5432 -h 127.0.0.1 -U "$DB_USER" -l C \
         -T template0 -E utf8 "$db"
 done

@@ -161,6 +161,14 @@ class Connection(metaclass=abc.ABCMeta):
         """
 
     @abc.abstractmethod
+    def get_node_uuids(self, node_ids):
+        """{id: uuid} of the given nodes; unknown ids are left out."""
+
+    @abc.abstractmethod
+    def get_allocation_uuids(self, allocation_ids):
+        """{id: uuid} of the given allocations; unknown ids are left out."""
+
+    @abc.abstractmethod
     def update_allocation(self, allocation_id, values):
         """Update user fields (name, extra).
 

@@ -54,11 +54,7 @@ class Allocation(base.IronicAllocObject):
     @classmethod
     def uuids_by_id(cls, context, ids):
         """{id: uuid} for the given ids, in one query."""
-        ids = [i for i in set(ids) if i is not None]
-        if not ids:
-            return {}
-        return {row.id: row.uuid for row in
-                cls.dbapi.get_allocation_list(filters={'id_in': ids})}
+        return cls.dbapi.get_allocation_uuids(ids)
 
     def create(self, context=None):
         """Insert an allocating allocation.

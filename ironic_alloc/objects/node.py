@@ -111,11 +111,7 @@ class Node(base.IronicAllocObject):
     @classmethod
     def uuids_by_id(cls, context, ids):
         """{id: uuid} for the given node ids, in one query."""
-        ids = [i for i in set(ids) if i is not None]
-        if not ids:
-            return {}
-        return {row.id: row.uuid for row in cls.dbapi.get_node_list(
-            filters={'id_in': ids})}
+        return cls.dbapi.get_node_uuids(ids)
 
     # Writes
 

@@ -166,6 +166,18 @@ def _paginate_query(model, limit, marker, sort_key, sort_dir, query):
     return query.all()
 
 
+def _uuids_by_id(model, ids):
+    # NOTE: only the two columns: list pages map ids to UUIDs for every
+    # row they show, so loading whole rows (nodes with their traits) here
+    # would cost more than the page itself.
+    ids = list({i for i in ids if i is not None})
+    if not ids:
+        return {}
+    with _session_for_read() as session:
+        return dict(session.query(model.id, model.uuid)
+                    .filter(model.id.in_(ids)).all())
+
+
 def _node_unique_violation(exc, values):
     columns = exc.columns or []
     if 'name' in columns or 'uniq_nodes0name' in columns:
@@ -517,6 +529,12 @@ class Connection(api.Connection):
 
     def get_allocation_by_name(self, name):
         return self._get_allocation(name=name)
+
+    def get_node_uuids(self, node_ids):
+        return _uuids_by_id(models.Node, node_ids)
+
+    def get_allocation_uuids(self, allocation_ids):
+        return _uuids_by_id(models.Allocation, allocation_ids)
 
     def get_allocation_list(self, filters=None, limit=None, marker=None,
                             sort_key=None, sort_dir=None):

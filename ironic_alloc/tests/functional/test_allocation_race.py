@@ -114,3 +114,56 @@ class HttpAllocationRaceTestCase(base.DbTestCase):
                        if a['state'] == states.ALLOCATION_ACTIVE]
         self.assertEqual(self.NODES, len(set(nodes_taken)))
         self.assertEqual([], utils.check_invariant())
+
+    def test_concurrent_deletes_of_one_allocation(self):
+        """Two clients DELETE the same allocation at once, many times:
+        one 204, one 404 naming the allocation's UUID (the losing request
+        may already be at the conductor when the row disappears)."""
+        rounds = 25
+        for i in range(rounds):
+            utils.make_available_node(self.context, name='del-node-%d' % i)
+        conn = http.client.HTTPConnection('127.0.0.1', self.server.port)
+        uuids = []
+        for _ in range(rounds):
+            status, body = self.request(conn, 'POST', '/v1/allocations',
+                                        {'resource_class': 'gold'})
+            self.assertEqual(201, status, body)
+            uuids.append(body['uuid'])
+        for uuid in uuids:
+            deadline = time.monotonic() + 60
+            while True:
+                _s, body = self.request(conn, 'GET',
+                                        '/v1/allocations/%s' % uuid)
+                if body['state'] != states.ALLOCATING:
+                    break
+                self.assertLess(time.monotonic(), deadline, body)
+                time.sleep(0.05)
+            self.assertEqual(states.ALLOCATION_ACTIVE, body['state'])
+
+        outcomes = []
+        for uuid in uuids:
+            barrier = threading.Barrier(2)
+            answers = []
+
+            def delete(uuid=uuid, barrier=barrier, answers=answers):
+                client = http.client.HTTPConnection(
+                    '127.0.0.1', self.server.port, timeout=60)
+                barrier.wait()
+                answers.append(self.request(
+                    client, 'DELETE', '/v1/allocations/%s' % uuid))
+                client.close()
+
+            threads = [threading.Thread(target=delete) for _ in range(2)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            self.assertEqual([204, 404], sorted(s for s, _b in answers),
+                             answers)
+            error = [b for s, b in answers if s == 404][0]
+            message = json.loads(error['error_message'])['faultstring']
+            self.assertIn(uuid, message)
+            outcomes.append(message)
+        print('concurrent DELETE pairs: %d x (204, 404 naming the UUID)'
+              % len(outcomes))
+        self.assertEqual([], utils.check_invariant())

@@ -404,8 +404,13 @@ class AllocationsController(rest.RestController):
 def _destroy(rpc_allocation):
     context = api.request.context
     conductor = api.request.rpcapi.get_random_conductor(context)
-    api.request.rpcapi.destroy_allocation(context, rpc_allocation.id,
-                                          conductor.hostname)
+    try:
+        api.request.rpcapi.destroy_allocation(context, rpc_allocation.id,
+                                              conductor.hostname)
+    except exception.AllocationNotFound:
+        # NOTE: deleted by a concurrent request after we read it; the
+        # conductor only knows the row id, the caller knows the UUID.
+        raise exception.AllocationNotFound(allocation=rpc_allocation.uuid)
 
 
 class NodeAllocationController(rest.RestController):

@@ -1,8 +1,8 @@
 """The WSGI application: Pecan app wrapped in its middleware.
 
-From the outside in: request id, http_proxy_to_wsgi, CORS, /healthcheck
-(unauthenticated), authentication ([DEFAULT]auth_strategy), version
-headers, Ironic error bodies, Pecan.
+From the outside in: request id, input limits, http_proxy_to_wsgi, CORS,
+/healthcheck (unauthenticated), authentication ([DEFAULT]auth_strategy),
+version headers, Ironic error bodies, Pecan.
 """
 
 from oslo_log import log
@@ -15,6 +15,7 @@ from ironic_alloc.api.controllers.v1 import negotiation
 from ironic_alloc.api import healthcheck
 from ironic_alloc.api import hooks
 from ironic_alloc.api.middleware import auth
+from ironic_alloc.api.middleware import input_limits
 from ironic_alloc.api.middleware import parsable_error
 from ironic_alloc.conf import CONF
 
@@ -69,6 +70,9 @@ def setup_app(conf=CONF):
                                      'PATCH'])
     app = cors.CORS(app, conf)
     app = http_proxy_to_wsgi.HTTPProxyToWSGI(app, conf)
+    # NOTE: the input limits come first so no middleware parses a hostile
+    # request; only the request id is added to their refusals.
+    app = input_limits.InputLimitsMiddleware(app, conf)
     app = request_id.RequestId(app)
     return app
 

@@ -36,6 +36,30 @@ api_opts = [
                help='Seconds the API waits for a conductor to answer a '
                     'synchronous RPC call (node actions, allocation '
                     'deletion) before answering 503.'),
+    cfg.IntOpt('max_request_body_size',
+               default=4 * 1024 * 1024,
+               min=1024,
+               help='Largest request body the API reads, in bytes; a '
+                    'larger one is refused with 413 before it is read. '
+                    'The default leaves room for a config drive sent '
+                    'with a deployment.'),
+    cfg.IntOpt('max_json_depth',
+               default=32,
+               min=2,
+               help='Deepest nesting of objects and lists accepted in a '
+                    'JSON request body (the body itself is level 1); a '
+                    'deeper body is refused with 400.'),
+    cfg.IntOpt('max_traits',
+               default=50,
+               min=1,
+               help='Most traits a node may have and an allocation may '
+                    'request (Ironic allows 50 per node); more is '
+                    'refused with 400.'),
+    cfg.IntOpt('max_candidate_nodes',
+               default=1000,
+               min=1,
+               help='Most candidate nodes an allocation may name; more '
+                    'is refused with 400.'),
 ]
 
 

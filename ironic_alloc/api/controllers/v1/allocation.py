@@ -62,7 +62,7 @@ class Allocation(base.APIBase):
     resource_class = wsme.wsattr(wtypes.StringType(max_length=80))
     """Requested resource class for this allocation"""
 
-    owner = wsme.wsattr(str)
+    owner = wsme.wsattr(types.StrictStringType(max_length=255))
     """Owner of the allocation (1.60+)"""
 
     traits = wsme.wsattr([str])
@@ -332,6 +332,11 @@ class AllocationsController(rest.RestController):
                 not utils.allow_allocation_backfill():
             raise exception.NotAcceptable(
                 'The "node" field requires API version 1.58 or newer.')
+        utils.check_list_length('traits', given.get('traits'),
+                                api.request.cfg.api.max_traits)
+        utils.check_list_length('candidate_nodes',
+                                given.get('candidate_nodes'),
+                                api.request.cfg.api.max_candidate_nodes)
         values = {
             'uuid': given.get('uuid'),
             'name': given.get('name'),

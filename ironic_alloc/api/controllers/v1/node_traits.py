@@ -48,14 +48,20 @@ class NodeTraitsController(rest.RestController):
                     b'', b'{}', b'null'):
                 raise exception.Invalid(
                     'No body should be provided when adding a trait')
-            rpcapi.add_node_trait(context, node.id,
-                                  utils.validate_trait(trait), host)
+            utils.validate_trait(trait)
+            if trait not in node.traits:
+                utils.check_list_length(
+                    'traits', list(node.traits) + [trait],
+                    api.request.cfg.api.max_traits)
+            rpcapi.add_node_trait(context, node.id, trait, host)
             utils.set_location('nodes', self.node_ident, 'traits', trait)
             return
         if not isinstance(traits, list):
             raise exception.Invalid('"traits" must be a list of strings.')
         for item in traits:
             utils.validate_trait(item)
+        utils.check_list_length('traits', set(traits),
+                                api.request.cfg.api.max_traits)
         rpcapi.set_node_traits(context, node.id, sorted(set(traits)), host)
 
     @expose.expose(None, str, status_code=204)

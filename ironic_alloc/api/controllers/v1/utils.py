@@ -409,6 +409,14 @@ def validate_trait(trait):
     return trait
 
 
+def check_list_length(name, items, maximum):
+    """:raises: Invalid (400) when the list ``items`` is longer than
+    ``maximum`` (an [api] limit)."""
+    if items is not None and len(items) > maximum:
+        raise exception.Invalid('At most %d %s may be given, got %d.'
+                                % (maximum, name, len(items)))
+
+
 _JSONPATCH_EXCEPTIONS = (jsonpatch.JsonPatchException,
                          jsonpatch.JsonPointerException,
                          KeyError, IndexError, TypeError)

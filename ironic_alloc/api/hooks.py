@@ -13,6 +13,7 @@ from webob import exc as webob_exc
 
 from ironic_alloc.common import context as ia_context
 from ironic_alloc.common import exception
+from ironic_alloc.common import rpc
 from ironic_alloc.conductor import rpcapi
 from ironic_alloc.conf import CONF
 
@@ -30,6 +31,8 @@ def get_rpcapi():
     with _RPCAPI_LOCK:
         if _RPCAPI is None:
             _RPCAPI = rpcapi.ConductorAPI()
+            # NOTE: in the background, so that the first call finds it.
+            rpc.prepare_reply_queue()
         return _RPCAPI
 
 

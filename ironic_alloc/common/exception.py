@@ -237,5 +237,10 @@ class ConductorUnreachable(TemporaryFailure):
                 'request may be retried.')
 
 
+class MessageBrokerUnreachable(TemporaryFailure):
+    _msg_fmt = ('The message broker is unreachable: %(reason)s. The '
+                'request may be retried.')
+
+
 class DatabaseUnavailable(TemporaryFailure):
     _msg_fmt = 'The database is unavailable: %(reason)s'

@@ -13,6 +13,7 @@ from oslo_messaging import opts as messaging_opts
 from oslo_messaging.rpc import dispatcher
 
 from ironic_alloc.common import context as ia_context
+from ironic_alloc.common import exception
 from ironic_alloc.conf import CONF
 from ironic_alloc.objects import base as objects_base
 
@@ -49,11 +50,95 @@ def init(conf=CONF):
 
 
 def cleanup():
-    global TRANSPORT
+    global TRANSPORT, _REPLY_QUEUE
     with _LOCK:
         if TRANSPORT is not None:
             TRANSPORT.cleanup()
         TRANSPORT = None
+        _REPLY_QUEUE = None
+
+
+class _ReplyQueueSetup:
+    """The reply queue of one transport, created by one thread at a time.
+
+    oslo.messaging's AMQP drivers create the queue that RPC replies come
+    back on at a process's first call, connecting with unbounded retries
+    under a driver lock: the call's ``timeout`` and ``retry`` do not apply.
+    With the broker down, that first call, and every call queued behind the
+    lock, would hang until the broker is back.  Here one background thread
+    creates the queue; callers wait for it with a bound and never enter the
+    driver's set-up themselves, so at most one thread is ever stuck in it.
+    """
+
+    def __init__(self, transport):
+        # NOTE: a private driver method: oslo.messaging has no public way
+        # to create the reply queue without sending a call.  Drivers
+        # without one (the in-process fake driver) need no set-up.
+        self._create = getattr(getattr(transport, '_driver', None),
+                               '_get_reply_q', None)
+        self.ready = threading.Event()
+        self._thread = None
+        self._lock = threading.Lock()
+        if self._create is None:
+            self.ready.set()
+
+    def start(self):
+        """Start creating the queue unless it exists or is being created."""
+        with self._lock:
+            if self.ready.is_set() or (self._thread is not None
+                                       and self._thread.is_alive()):
+                return
+            self._thread = threading.Thread(
+                target=self._run, name='rpc-reply-queue', daemon=True)
+            self._thread.start()
+
+    def _run(self):
+        try:
+            self._create()
+        except Exception:
+            # NOTE: not retried here: the next call that needs the queue
+            # starts a new attempt.
+            LOG.exception('Creating the RPC reply queue failed')
+            return
+        LOG.debug('RPC reply queue ready')
+        self.ready.set()
+
+
+_REPLY_QUEUE = None
+
+
+def _reply_queue():
+    global _REPLY_QUEUE
+    transport = init()
+    with _LOCK:
+        if _REPLY_QUEUE is None:
+            _REPLY_QUEUE = _ReplyQueueSetup(transport)
+        return _REPLY_QUEUE
+
+
+def prepare_reply_queue():
+    """Start creating this process's RPC reply queue; does not block.
+
+    Called when a process that makes RPC calls starts, so that its first
+    call does not wait for the set-up.
+    """
+    _reply_queue().start()
+
+
+def wait_for_reply_queue(timeout):
+    """Wait at most ``timeout`` seconds for the RPC reply queue.
+
+    :raises: MessageBrokerUnreachable when it is not ready in time (the
+        broker cannot be reached); set-up goes on in the background.
+    """
+    setup = _reply_queue()
+    if setup.ready.is_set():
+        return
+    setup.start()
+    if not setup.ready.wait(timeout):
+        raise exception.MessageBrokerUnreachable(
+            reason='the queue for RPC replies could not be created within '
+                   '%s seconds' % timeout)
 
 
 def set_defaults(control_exchange, conf=CONF):

@@ -8,6 +8,7 @@ API version history:
 
 import hashlib
 import random
+import time
 
 from kombu import exceptions as kombu_exc
 from oslo_log import log
@@ -123,9 +124,18 @@ class ConductorAPI:
         return random.choice(alive)
 
     def _prepare_call(self, host, version='1.0'):
+        """A call context bounded by ``[api]rpc_call_timeout`` in all.
+
+        :raises: MessageBrokerUnreachable when the reply queue cannot be
+            created in time.
+        """
+        timeout = CONF.api.rpc_call_timeout
+        started = time.monotonic()
+        rpc.wait_for_reply_queue(timeout)
+        # NOTE: the wait for the reply queue and the call share one bound.
+        remaining = max(1.0, timeout - (time.monotonic() - started))
         return self.client.prepare(server=host, version=version,
-                                   timeout=CONF.api.rpc_call_timeout,
-                                   retry=SEND_RETRIES)
+                                   timeout=remaining, retry=SEND_RETRIES)
 
     # Nodes
 

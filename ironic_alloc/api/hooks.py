@@ -58,7 +58,7 @@ class ContextHook(pecan.hooks.PecanHook):
     """
 
     def before(self, state):
-        state.request.context = ia_context.RequestContext.from_environ(
+        state.request.context = ia_context.from_request_environ(
             state.request.environ)
 
 

@@ -1,5 +1,7 @@
 from oslo_context import context
 
+from ironic_alloc.conf import CONF
+
 
 class RequestContext(context.RequestContext):
     """The security context of a request, carried over RPC."""
@@ -8,6 +10,29 @@ class RequestContext(context.RequestContext):
         values = super().to_policy_values()
         values['project_id'] = self.project_id
         return values
+
+
+def from_request_environ(environ):
+    """The context of an API request.
+
+    With keystone, identity comes from the headers keystonemiddleware's
+    auth_token sets after validating the token (X-User-Id, X-Project-Id,
+    X-Roles, X-System-Scope, X-Domain-Id...), having first removed any
+    such header the client sent.  With noauth and http_basic no header
+    is trusted: the caller is an administrator, as in standalone Ironic.
+    """
+    if CONF.auth_strategy != 'keystone':
+        # NOTE: the basic auth middleware sets X-User to the checked user
+        # name (for logs); with noauth nobody checked it.
+        user = (environ.get('HTTP_X_USER')
+                if CONF.auth_strategy == 'http_basic' else None)
+        return RequestContext(
+            is_admin=True, user_name=user,
+            request_id=environ.get('openstack.request_id'),
+            global_request_id=environ.get('openstack.global_request_id'))
+    ctx = RequestContext.from_environ(environ)
+    ctx.is_admin = False
+    return ctx
 
 
 def get_admin_context():

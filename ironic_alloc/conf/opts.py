@@ -2,12 +2,14 @@
 
 import itertools
 
+from oslo_config import cfg
 from oslo_log import log
 
 from ironic_alloc.conf import api
 from ironic_alloc.conf import conductor
 from ironic_alloc.conf import database
 from ironic_alloc.conf import default
+from ironic_alloc.conf import policy
 
 _opts = [
     ('DEFAULT', default.service_opts),
@@ -28,6 +30,7 @@ def list_opts():
 
 
 def update_opt_defaults():
+    policy.set_defaults(cfg.CONF)
     log.set_defaults(default_log_levels=[
         'amqp=WARNING',
         'amqplib=WARNING',

@@ -1,0 +1,17 @@
+"""Default policy rules of the Bare Metal API, under Ironic's names.
+
+``list_rules`` is the ``oslo.policy.policies`` entry point read by
+oslopolicy-sample-generator and the documentation.
+"""
+
+import itertools
+
+from ironic_alloc.common.policies import allocation
+from ironic_alloc.common.policies import base
+from ironic_alloc.common.policies import node
+from ironic_alloc.common.policies import service
+
+
+def list_rules():
+    return list(itertools.chain(base.rules, node.rules, allocation.rules,
+                                service.rules))

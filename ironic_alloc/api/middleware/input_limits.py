@@ -3,7 +3,8 @@
 One place for the limits every request obeys, whatever its route:
 
 * a body larger than [api]max_request_body_size: 413, unread;
-* a path or query string that is not UTF-8 or holds a NUL character: 400;
+* a path or query string that is not UTF-8 or holds a NUL character, or
+  a query parameter given twice: 400;
 * a body that is not JSON (by Content-Type): 415;
 * a JSON body that does not parse, is nested deeper than
   [api]max_json_depth, uses NaN/Infinity, or holds a string with a NUL or
@@ -107,7 +108,8 @@ def parse_json_body(body, max_depth):
 
 
 def check_path_and_query(environ):
-    """:raises: RequestRefused for a non-UTF-8 or NUL-holding URL."""
+    """:raises: RequestRefused for a non-UTF-8 or NUL-holding URL, or a
+    repeated query parameter."""
     # NOTE: WSGI gives the unquoted path as latin-1 text of the raw bytes.
     path = environ.get('PATH_INFO', '')
     try:
@@ -123,9 +125,17 @@ def check_path_and_query(environ):
     except (UnicodeDecodeError, ValueError):
         raise RequestRefused('400 Bad Request',
                              'The query string is not UTF-8.')
+    seen = set()
     for name, value in pairs:
         _check_text(name, 'query parameters')
         _check_text(value, 'query parameters')
+        # NOTE: Pecan would hand a repeated parameter to the controller as
+        # a list where it expects a string.
+        if name in seen:
+            raise RequestRefused('400 Bad Request',
+                                 'Query parameter "%s" is given more than '
+                                 'once.' % name)
+        seen.add(name)
 
 
 def _content_length(environ):

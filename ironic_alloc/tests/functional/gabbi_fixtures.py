@@ -174,3 +174,16 @@ class StaleConductorFixture(ConductorFixture):
                 sa.update(models.Conductor.__table__)
                 .where(models.Conductor.__table__.c.id == stale.id)
                 .values(heartbeat_at=datetime.datetime(2020, 1, 1)))
+
+
+class SmallLimitsFixture(ConductorFixture):
+    """ConductorFixture with small input limits, so that a test can reach
+    each one with a short body: 2048-byte bodies, JSON depth 5, 3 traits,
+    2 candidate nodes."""
+
+    def start_fixture(self):
+        super().start_fixture()
+        CONF.set_override('max_request_body_size', 2048, group='api')
+        CONF.set_override('max_json_depth', 5, group='api')
+        CONF.set_override('max_traits', 3, group='api')
+        CONF.set_override('max_candidate_nodes', 2, group='api')

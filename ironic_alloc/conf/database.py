@@ -11,6 +11,16 @@ sqlite_opts = [
                help='Milliseconds an SQLite connection waits for the '
                     'database lock before giving up. Used only with an '
                     'sqlite:// connection.'),
+    cfg.IntOpt('sqlite_pool_size',
+               default=10,
+               min=0,
+               help='Idle connections to an SQLite database file kept open '
+                    'for reuse (more are opened when needed and closed '
+                    'when returned). Opening a connection and setting it up '
+                    'costs more than a short transaction, so the embedded '
+                    'service keeps a few. 0 opens a new connection for '
+                    'every transaction. Used only with an sqlite:// '
+                    'connection.'),
 ]
 
 

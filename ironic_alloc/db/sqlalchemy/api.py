@@ -50,7 +50,40 @@ def _configure_engine_facade():
             os.makedirs(CONF.state_path, exist_ok=True)
             CONF.set_default('connection', default_connection(),
                              group='database')
+        # NOTE: oslo.db sleeps(0) at every connection check-in so that green
+        # threads get a turn; ironic_alloc runs real threads, where it only
+        # costs time (13 % of an allocation in the embedded service's
+        # profile).
+        enginefacade.configure(thread_checkin=False)
+        enginefacade.writer.append_on_engine_create(_pool_sqlite_connections)
         _is_configured = True
+
+
+def _pool_sqlite_connections(engine):
+    # NOTE: oslo.db gives SQLite files a NullPool: a new connection, with its
+    # PRAGMAs, for every transaction (a fifth of an allocation's time in the
+    # embedded service).  Connections are safe to hand from one thread to
+    # the next once check_same_thread is off, since the pool gives each to
+    # one thread at a time.
+    size = CONF.database.sqlite_pool_size
+    if (engine.dialect.name != 'sqlite' or not size
+            or not isinstance(engine.pool, sa.pool.NullPool)):
+        return
+    cargs, cparams = engine.dialect.create_connect_args(engine.url)
+    cparams['check_same_thread'] = False
+
+    def connect():
+        return engine.dialect.connect(*cargs, **cparams)
+
+    old_pool = engine.pool
+    # NOTE: the same dispatch keeps every 'connect' listener (ours and
+    # oslo.db's) on the new pool; max_overflow=-1: a busy service opens
+    # more connections rather than queueing for one.
+    engine.pool = sa.pool.QueuePool(
+        connect, pool_size=size, max_overflow=-1,
+        reset_on_return='rollback', dialect=engine.dialect,
+        _dispatch=old_pool.dispatch)
+    old_pool.dispose()
 
 
 def get_engine():

@@ -237,6 +237,11 @@ class ConductorUnreachable(TemporaryFailure):
                 'request may be retried.')
 
 
+class PowerStateFailure(IronicAllocException):
+    _msg_fmt = ('The node did not reach power state %(pstate)s within '
+                '%(timeout)s seconds.')
+
+
 class MessageBrokerUnreachable(TemporaryFailure):
     _msg_fmt = ('The message broker is unreachable: %(reason)s. The '
                 'request may be retried.')

@@ -14,6 +14,7 @@ from oslo_messaging.rpc import dispatcher
 
 from ironic_alloc.common import context as ia_context
 from ironic_alloc.common import exception
+from ironic_alloc.common import release_mappings
 from ironic_alloc.conf import CONF
 from ironic_alloc.objects import base as objects_base
 
@@ -151,8 +152,9 @@ class RequestContextSerializer(messaging.Serializer):
     """Serializes objects with the versioned-object serializer and the
     request context as a plain dict."""
 
-    def __init__(self):
-        self._base = objects_base.IronicAllocObjectSerializer()
+    def __init__(self, object_versions=None):
+        self._base = objects_base.IronicAllocObjectSerializer(
+            object_versions)
 
     def serialize_entity(self, context, entity):
         return self._base.serialize_entity(context, entity)
@@ -167,15 +169,25 @@ class RequestContextSerializer(messaging.Serializer):
         return ia_context.RequestContext.from_dict(context)
 
 
-def get_client(target, version_cap=None):
-    return messaging.get_rpc_client(init(), target,
-                                    version_cap=version_cap,
-                                    serializer=RequestContextSerializer())
+def _pinned_serializer(conf):
+    return RequestContextSerializer(
+        release_mappings.object_versions(conf.pin_release_version))
 
 
-def get_server(target, endpoints):
-    """An RPC server running endpoints on native threads."""
+def get_client(target, conf=CONF):
+    """An RPC client; while ``[DEFAULT]pin_release_version`` is set, its
+    messages are capped at that release's RPC API version and objects."""
+    return messaging.get_rpc_client(
+        init(), target,
+        version_cap=release_mappings.rpc_version_cap(
+            conf.pin_release_version),
+        serializer=_pinned_serializer(conf))
+
+
+def get_server(target, endpoints, conf=CONF):
+    """An RPC server running endpoints on native threads; the objects it
+    answers with are at the pinned release's versions, if any."""
     return messaging.get_rpc_server(
         init(), target, endpoints, executor='threading',
-        serializer=RequestContextSerializer(),
+        serializer=_pinned_serializer(conf),
         access_policy=dispatcher.DefaultRPCAccessPolicy)

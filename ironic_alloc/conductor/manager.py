@@ -20,8 +20,9 @@ _EXPECTED = (exception.IronicAllocException,)
 class ConductorManager:
     """RPC endpoint; see rpcapi.ConductorAPI for the contract."""
 
-    # NOTE: must equal rpcapi.RPC_API_VERSION.
-    RPC_API_VERSION = '1.0'
+    # NOTE: must equal rpcapi.RPC_API_VERSION.  Messages of every 1.x
+    # version are accepted: arguments added since 1.0 have defaults.
+    RPC_API_VERSION = '1.1'
     target = messaging.Target(version=RPC_API_VERSION)
 
     def __init__(self, service):
@@ -94,7 +95,9 @@ class ConductorManager:
                 action, transition)
 
     @messaging.expected_exceptions(*_EXPECTED)
-    def change_node_power_state(self, context, node_id, new_state):
+    def change_node_power_state(self, context, node_id, new_state,
+                                timeout=None):
+        """:param timeout: since RPC 1.1; None from 1.0 callers."""
         provisioning.check_power_target(new_state)
         with task.node_lock(context, node_id, self.host) as lock:
             lock.node.target_power_state = \
@@ -102,7 +105,7 @@ class ConductorManager:
             lock.node.save()
             self.service.spawn_with_lock(
                 lock, {'target_power_state': None}, self._finish_power,
-                lock, new_state)
+                lock, new_state, timeout)
 
     def create_allocation(self, context, allocation_id):
         """Cast: the row exists already; start working on it."""
@@ -140,9 +143,9 @@ class ConductorManager:
                  {'node': node.uuid, 'action': action,
                   'state': values['provision_state']})
 
-    def _finish_power(self, lock, new_state):
+    def _finish_power(self, lock, new_state, timeout=None):
         try:
-            values = provisioning.power_values(new_state)
+            values = provisioning.power_values(new_state, timeout)
         except Exception as exc:
             LOG.exception('Node %s: power action failed', lock.node.uuid)
             values = {'target_power_state': None,

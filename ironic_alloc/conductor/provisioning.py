@@ -83,8 +83,18 @@ def power_target(new_state):
     return states.POWER_TARGETS[new_state]
 
 
-def power_values(new_state):
-    """Final values of a power action."""
+def power_values(new_state, timeout=None):
+    """Final values of a power action.
+
+    :param timeout: seconds the action may take (None: no bound).  The
+        fake hardware takes ``[conductor]fake_action_delay`` seconds.
+    :raises: PowerStateFailure when that is longer than ``timeout``.
+    """
+    delay = CONF.conductor.fake_action_delay
+    if timeout is not None and delay > timeout:
+        time.sleep(timeout)
+        raise exception.PowerStateFailure(pstate=power_target(new_state),
+                                          timeout=timeout)
     _pause()
     return {'power_state': power_target(new_state),
             'target_power_state': None, 'last_error': None}

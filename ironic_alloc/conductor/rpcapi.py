@@ -4,6 +4,11 @@ API version history:
 
     1.0 - Initial version: node updates, deletion, traits, provision and
           power actions, allocation creation (cast) and deletion (call).
+    1.1 - change_node_power_state: ``timeout`` argument.
+
+Released versions are recorded in common/release_mappings.py; while
+``[DEFAULT]pin_release_version`` is set, the client sends nothing newer
+than that release's version.
 """
 
 import hashlib
@@ -21,8 +26,9 @@ from ironic_alloc.objects import conductor as conductor_obj
 
 LOG = log.getLogger(__name__)
 
-# NOTE: must equal ConductorManager.RPC_API_VERSION.
-RPC_API_VERSION = '1.0'
+# NOTE: must equal ConductorManager.RPC_API_VERSION and the 'master' entry
+# of common/release_mappings.py.
+RPC_API_VERSION = '1.1'
 
 # NOTE: how many times a message is re-sent when the broker connection
 # fails.  oslo.messaging's default (None) retries forever: while the broker
@@ -197,15 +203,28 @@ class ConductorAPI:
             action=action, configdrive=configdrive)
 
     @_wrap_transport_errors
-    def change_node_power_state(self, context, node_id, new_state, host):
+    def change_node_power_state(self, context, node_id, new_state, host,
+                                timeout=None):
         """Start a power action; it finishes asynchronously.
 
+        :param timeout: seconds the action may take before it fails; None
+            for the conductor's own bound.  Dropped (with a warning) while
+            pinned to a release older than RPC 1.1, whose conductors do
+            not know it.
         :raises: NodeLocked, InvalidParameterValue, NoFreeConductorWorker,
             ConductorUnreachable.
         """
-        return self._prepare_call(host).call(
-            context, 'change_node_power_state', node_id=node_id,
-            new_state=new_state)
+        kwargs = {'node_id': node_id, 'new_state': new_state}
+        version = '1.0'
+        if self.client.can_send_version('1.1'):
+            version = '1.1'
+            kwargs['timeout'] = timeout
+        elif timeout is not None:
+            LOG.warning('Power timeout of node %(node)s not sent: RPC is '
+                        'pinned to release %(pin)s, which ignores it',
+                        {'node': node_id, 'pin': CONF.pin_release_version})
+        return self._prepare_call(host, version).call(
+            context, 'change_node_power_state', **kwargs)
 
     # Allocations
 
@@ -217,7 +236,8 @@ class ConductorAPI:
         delays it: transport errors are logged, never raised.
         """
         try:
-            self.client.prepare(server=host, retry=SEND_RETRIES).cast(
+            self.client.prepare(server=host, version='1.0',
+                                retry=SEND_RETRIES).cast(
                 context, 'create_allocation', allocation_id=allocation_id)
         except Exception as exc:
             LOG.warning('Cast of allocation %(id)s to %(host)s failed '

@@ -3,6 +3,8 @@ import socket
 
 from oslo_config import cfg
 
+from ironic_alloc.common import release_mappings
+
 service_opts = [
     cfg.StrOpt('host',
                default=socket.gethostname(),
@@ -32,9 +34,14 @@ service_opts = [
                                  'by [DEFAULT]transport_url.')],
                help='RPC transport between the API and the conductors.'),
     cfg.StrOpt('pin_release_version',
-               help='Pin RPC and object versions to those of an older '
-                    'release during a rolling upgrade. Empty means the '
-                    'newest versions this code knows.'),
+               choices=release_mappings.PINNABLE_RELEASES,
+               help='During a rolling upgrade, the release the services '
+                    'not yet upgraded run: RPC messages are capped at its '
+                    'RPC API version and objects sent over RPC are '
+                    'backported to its object versions. Set it on every '
+                    'upgraded service until all run the new code, then '
+                    'unset it and restart them. Unset means the newest '
+                    'versions of this code.'),
 ]
 
 

@@ -70,3 +70,22 @@ class IronicAllocObject(object_base.VersionedObject,
 
 class IronicAllocObjectSerializer(object_base.VersionedObjectSerializer):
     OBJ_BASE_CLASS = IronicAllocObject
+
+    def __init__(self, object_versions=None):
+        """:param object_versions: {object name: version} to send objects
+            at (those of a pinned older release, see
+            common/release_mappings.py); others go at their own version.
+        """
+        super().__init__()
+        self.object_versions = dict(object_versions or {})
+
+    def serialize_entity(self, context, entity):
+        if isinstance(entity, (tuple, list, set, dict)):
+            return self._process_iterable(context, self.serialize_entity,
+                                          entity)
+        if isinstance(entity, object_base.VersionedObject):
+            # NOTE: obj_make_compatible() of each object drops or converts
+            # what the target version does not know.
+            return entity.obj_to_primitive(
+                target_version=self.object_versions.get(entity.obj_name()))
+        return entity

@@ -139,7 +139,8 @@ class NodeStatesController(rest.RestController):
     @expose.expose(NodeStates)
     def get_all(self):
         """Show the node's states."""
-        return NodeStates.convert(utils.get_node(self.node_ident))
+        return NodeStates.convert(utils.get_node(
+            self.node_ident, 'baremetal:node:get_states'))
 
     @expose.expose(None, str, types.jsontype, status_code=202)
     def provision(self, target, configdrive=None):
@@ -150,7 +151,8 @@ class NodeStatesController(rest.RestController):
         :param configdrive: accepted (string, or object at 1.56+) and
             ignored: nothing boots here.
         """
-        node = utils.get_node(self.node_ident)
+        node = utils.get_node(self.node_ident,
+                              'baremetal:node:set_provision_state')
         action = canonical_action(target, node)
         check_configdrive(target, configdrive)
         api.request.rpcapi.do_provisioning_action(
@@ -161,7 +163,8 @@ class NodeStatesController(rest.RestController):
                    status_code=202)
     def power(self, target, timeout=None):
         """Start a power action; 202 and a Location to poll."""
-        node = utils.get_node(self.node_ident)
+        node = utils.get_node(self.node_ident,
+                              'baremetal:node:set_power_state')
         soft = (states.SOFT_POWER_OFF, states.SOFT_REBOOT)
         if (target in soft or timeout is not None) and \
                 not utils.allow_soft_power_off():
@@ -177,7 +180,7 @@ class NodeStatesController(rest.RestController):
                 action=target, node=node.uuid, state=node.power_state)
         api.request.rpcapi.change_node_power_state(
             api.request.context, node.id, target,
-            utils.conductor_host(node))
+            utils.conductor_host(node), timeout=timeout)
         utils.set_location('nodes', self.node_ident, 'states')
 
 
@@ -189,7 +192,10 @@ class NodeMaintenanceController(rest.RestController):
         self.node_ident = node_ident
 
     def _set_maintenance(self, maintenance, reason=None):
-        node = utils.get_node(self.node_ident)
+        node = utils.get_node(self.node_ident,
+                              'baremetal:node:set_maintenance'
+                              if maintenance else
+                              'baremetal:node:clear_maintenance')
         node.maintenance = maintenance
         node.maintenance_reason = reason
         if not maintenance:

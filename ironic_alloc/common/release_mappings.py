@@ -1,0 +1,54 @@
+"""RPC API and object versions of each release, for rolling upgrades.
+
+During a rolling upgrade, services running the new code are started with
+``[DEFAULT]pin_release_version`` set to the release still running
+elsewhere: their RPC client caps the messages it sends at that release's
+RPC API version and objects sent over RPC are backported to that
+release's object versions.  Once every service runs the new code, the pin
+is removed and the services restarted.
+
+Add a release here when it is cut: its name, the RPC API version
+(conductor/rpcapi.py) and the version of every object (objects/) it
+shipped.  ``CURRENT`` is the code of this tree;
+ironic_alloc/tests/unit/common/test_release_mappings.py checks that it
+matches the code.
+"""
+
+CURRENT = 'master'
+
+RELEASE_MAPPING = {
+    '2026.2': {
+        'rpc': '1.0',
+        'objects': {
+            'Allocation': '1.0',
+            'Conductor': '1.0',
+            'Node': '1.0',
+        },
+    },
+    CURRENT: {
+        'rpc': '1.1',
+        'objects': {
+            'Allocation': '1.0',
+            'Conductor': '1.0',
+            'Node': '1.0',
+        },
+    },
+}
+
+# Releases an operator may pin to (the current code needs no pin).
+PINNABLE_RELEASES = sorted(name for name in RELEASE_MAPPING
+                           if name != CURRENT)
+
+
+def _release(pin):
+    return RELEASE_MAPPING[pin or CURRENT]
+
+
+def rpc_version_cap(pin):
+    """The RPC API version to cap messages at; None when not pinned."""
+    return _release(pin)['rpc'] if pin else None
+
+
+def object_versions(pin):
+    """{object name: version} objects are sent at; {} when not pinned."""
+    return dict(_release(pin)['objects']) if pin else {}

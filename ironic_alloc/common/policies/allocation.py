@@ -39,8 +39,7 @@ rules = [
           'by its project.', [('POST', '/allocations')]),
     _rule('baremetal:allocation:create_restricted', 'rule:system_member',
           'Create an allocation for another owner than the caller\'s '
-          'project, and name candidate nodes the caller\'s project '
-          'neither owns nor leases.', [('POST', '/allocations')]),
+          'project (403 without it).', [('POST', '/allocations')]),
     _rule('baremetal:allocation:update',
           'rule:system_member or rule:allocation_owner_member',
           'Change the name or extra of an allocation.',

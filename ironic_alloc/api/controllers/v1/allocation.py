@@ -18,6 +18,7 @@ from wsme import types as wtypes
 from ironic_alloc import api
 from ironic_alloc.api.controllers import base
 from ironic_alloc.api.controllers import link
+from ironic_alloc.api.controllers.v1 import access
 from ironic_alloc.api.controllers.v1 import collection
 from ironic_alloc.api.controllers.v1 import types
 from ironic_alloc.api.controllers.v1 import utils
@@ -142,17 +143,24 @@ def _check_name(name):
             "Cannot create allocation with invalid name '%s'" % name)
 
 
-def get_allocation(ident):
-    """An allocation by UUID or name.
+def get_allocation(ident, rule=None):
+    """An allocation by UUID or name, if the caller may see it
+    (baremetal:allocation:get) and, when given, apply ``rule`` to it.
 
-    :raises: AllocationNotFound (404), InvalidUuidOrName (400).
+    :raises: AllocationNotFound (404) for a missing or hidden allocation,
+        InvalidUuidOrName (400), HTTPForbidden (403) when ``rule`` denies.
     """
     context = api.request.context
     if uuidutils.is_uuid_like(ident):
-        return objects.Allocation.get_by_uuid(context, ident)
-    if utils.is_valid_logical_name(ident):
-        return objects.Allocation.get_by_name(context, ident)
-    raise exception.InvalidUuidOrName(name=ident)
+        allocation = objects.Allocation.get_by_uuid(context, ident)
+    elif utils.is_valid_logical_name(ident):
+        allocation = objects.Allocation.get_by_name(context, ident)
+    else:
+        raise exception.InvalidUuidOrName(name=ident)
+    access.check_allocation_visible(allocation, ident)
+    if rule is not None:
+        access.authorize_allocation(rule, allocation)
+    return allocation
 
 
 def _list(query, resource, node=None):
@@ -176,6 +184,9 @@ def _list(query, resource, node=None):
             raise exception.NotAcceptable(
                 'The "owner" filter requires API version 1.60 or newer.')
         filters['owner'] = query['owner']
+    project = access.list_project('allocation', query.get('owner'))
+    if project is not None:
+        filters['owner'] = project
     if node is not None:
         filters['node_id'] = node.id
     elif query.get('node') is not None:
@@ -214,6 +225,26 @@ def _candidate_uuids(idents):
         raise exception.InvalidParameterValue(
             err='Nodes cannot be found: %s' % ', '.join(missing))
     return uuids
+
+
+def _owner_for_caller(owner):
+    """The owner of an allocation a project caller creates: its project
+    unless it names another one and baremetal:allocation:create_restricted
+    allows that (system callers keep what they give).
+
+    :raises: NotAuthorized (403) naming the rule.
+    """
+    project = access.project_caller()
+    if project is None:
+        return owner
+    if owner is None:
+        return project
+    rule = 'baremetal:allocation:create_restricted'
+    if owner != project and not access.allowed(rule, owner=owner):
+        raise exception.NotAuthorized(
+            'Creating an allocation owned by %s, not by the requesting '
+            'project %s, needs the policy rule %s.' % (owner, project, rule))
+    return owner
 
 
 def _check_backfill(node, values):
@@ -323,6 +354,7 @@ class AllocationsController(rest.RestController):
     def post(self, allocation):
         """Create an allocation (or backfill one for a deployed node)."""
         context = api.request.context
+        access.authorize('baremetal:allocation:create')
         given = allocation.as_dict()
         if given.get('owner') is not None and \
                 not utils.allow_allocation_owner():
@@ -346,8 +378,10 @@ class AllocationsController(rest.RestController):
             'extra': given.get('extra') or {},
             'owner': given.get('owner'),
         }
+        values['owner'] = _owner_for_caller(values['owner'])
         if values['name'] is not None:
             _check_name(values['name'])
+        # NOTE: nodes hidden from a project caller are "not found" (400).
         values['candidate_nodes'] = _candidate_uuids(
             given.get('candidate_nodes') or [])
 
@@ -391,7 +425,8 @@ class AllocationsController(rest.RestController):
         if not patch:
             raise exception.Invalid('A JSON patch (a non-empty list of '
                                     'operations) is required.')
-        rpc_allocation = get_allocation(allocation_ident)
+        rpc_allocation = get_allocation(allocation_ident,
+                                        'baremetal:allocation:update')
         for name, value in _patched_values(rpc_allocation, patch).items():
             if rpc_allocation[name] != value:
                 rpc_allocation[name] = value
@@ -402,7 +437,8 @@ class AllocationsController(rest.RestController):
     @expose.expose(None, types.uuid_or_name, status_code=204)
     def delete(self, allocation_ident):
         """Delete an allocation, freeing its node (through a conductor)."""
-        rpc_allocation = get_allocation(allocation_ident)
+        rpc_allocation = get_allocation(allocation_ident,
+                                        'baremetal:allocation:delete')
         _destroy(rpc_allocation)
 
 
@@ -430,23 +466,30 @@ class NodeAllocationController(rest.RestController):
         _gate(pecan.request.method)
         return super()._route(args, request)
 
-    def _allocation(self):
+    def _allocation(self, rule):
+        """The node and its allocation; ``rule`` applied to the latter.
+
+        NOTE: a node hidden from the caller is a 404; an allocation of a
+        node the caller sees but belonging to another project is a 403.
+        """
         node = utils.get_node(self.node_ident)
         if node.allocation_id is None:
             raise exception.AllocationNotFound(
                 allocation='of node %s' % node.uuid)
-        return node, objects.Allocation.get_by_id(api.request.context,
-                                                  node.allocation_id)
+        rpc_allocation = objects.Allocation.get_by_id(api.request.context,
+                                                      node.allocation_id)
+        access.authorize_allocation(rule, rpc_allocation)
+        return node, rpc_allocation
 
     @expose.expose(Allocation, types.listtype)
     def get_all(self, fields=None):
         """Show the allocation of the node."""
         _check_fields(fields)
-        node, rpc_allocation = self._allocation()
+        node, rpc_allocation = self._allocation('baremetal:allocation:get')
         return convert_with_links(rpc_allocation, {node.id: node.uuid},
                                   fields)
 
     @expose.expose(None, status_code=204)
     def delete(self):
         """Delete the allocation of the node."""
-        _destroy(self._allocation()[1])
+        _destroy(self._allocation('baremetal:allocation:delete')[1])

@@ -10,6 +10,7 @@ from wsme import types as wtypes
 from ironic_alloc import api
 from ironic_alloc.api.controllers import base
 from ironic_alloc.api.controllers import link
+from ironic_alloc.api.controllers.v1 import access
 from ironic_alloc.api.controllers.v1 import collection
 from ironic_alloc.api.controllers.v1 import types
 from ironic_alloc.api.controllers.v1 import utils
@@ -98,6 +99,7 @@ class ConductorsController(rest.RestController):
     def get_all(self, marker=None, limit=None, sort_key='id',
                 sort_dir='asc', fields=None, detail=None):
         """List conductors (paging by hostname marker)."""
+        access.authorize('baremetal:conductor:get')
         query = {'sort_key': sort_key, 'sort_dir': sort_dir,
                  'fields': fields, 'detail': detail}
         if detail and fields is not None:
@@ -132,6 +134,7 @@ class ConductorsController(rest.RestController):
     @expose.expose(Conductor, str, types.listtype)
     def get_one(self, hostname, fields=None):
         """Show one conductor."""
+        access.authorize('baremetal:conductor:get')
         _check_fields(fields)
         rpc_conductor = objects.Conductor.get_by_hostname(
             api.request.context, hostname)

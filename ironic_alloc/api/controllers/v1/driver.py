@@ -12,6 +12,7 @@ from wsme import types as wtypes
 
 from ironic_alloc import api
 from ironic_alloc.api.controllers import link
+from ironic_alloc.api.controllers.v1 import access
 from ironic_alloc.api.controllers.v1 import conductor
 from ironic_alloc.api.controllers.v1 import types
 from ironic_alloc.api.controllers.v1 import unsupported
@@ -58,6 +59,9 @@ class DriverPropertiesController:
 
     @pecan.expose('json')
     def index(self, **kwargs):
+        # NOTE: here, not in _lookup: routing runs before the hooks that
+        # build the request context.
+        access.authorize('baremetal:driver:get_properties')
         return {}
 
 
@@ -78,6 +82,7 @@ class DriversController(rest.RestController):
     @expose.expose(DriverList, str, types.boolean, types.listtype)
     def get_all(self, type=None, detail=None, fields=None):
         """List drivers: 'fake-hardware' (a dynamic driver)."""
+        access.authorize('baremetal:driver:get')
         if type not in (None, 'dynamic', 'classic'):
             raise exception.Invalid('"type" must be "classic" or '
                                     '"dynamic", not "%s".' % type)
@@ -89,6 +94,7 @@ class DriversController(rest.RestController):
     @expose.expose(Driver, str, types.listtype)
     def get_one(self, name, fields=None):
         """Show one driver.  :raises: DriverNotFound (404)."""
+        access.authorize('baremetal:driver:get')
         if name not in conductor.DRIVERS:
             raise exception.DriverNotFound(driver_name=name)
         return _convert(name, _hosts())

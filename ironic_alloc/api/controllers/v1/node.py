@@ -8,6 +8,7 @@ import datetime
 import re
 
 from oslo_log import log
+from oslo_utils import strutils
 from oslo_utils import uuidutils
 import pecan
 from pecan import rest
@@ -17,6 +18,7 @@ from wsme import types as wtypes
 from ironic_alloc import api
 from ironic_alloc.api.controllers import base
 from ironic_alloc.api.controllers import link
+from ironic_alloc.api.controllers.v1 import access
 from ironic_alloc.api.controllers.v1 import allocation
 from ironic_alloc.api.controllers.v1 import collection
 from ironic_alloc.api.controllers.v1 import node_states
@@ -26,6 +28,8 @@ from ironic_alloc.api.controllers.v1 import unsupported
 from ironic_alloc.api.controllers.v1 import utils
 from ironic_alloc.api import expose
 from ironic_alloc.common import exception
+from ironic_alloc.common.policies import node as node_policies
+from ironic_alloc.common import states
 from ironic_alloc import objects
 from ironic_alloc.objects import node as node_obj
 
@@ -275,11 +279,15 @@ def api_only_fields(rpc_node, fields, preloaded):
     return values
 
 
-def convert_with_links(rpc_node, fields=None, preloaded=None):
-    """The wire form of a node for the request version and ``fields``."""
+def convert_with_links(rpc_node, fields=None, preloaded=None, masks=None):
+    """The wire form of a node for the request version and ``fields``.
+
+    :param masks: an access.NodeMasks shared by a page of nodes.
+    """
     if preloaded is None:
         preloaded = preload([rpc_node], fields)
     values = _object_to_wire_dict(rpc_node)
+    (masks or access.NodeMasks()).apply(values, rpc_node)
     values.update(api_only_fields(rpc_node, fields, preloaded))
     values['provision_state'] = utils.shown_provision_state(
         values['provision_state'])
@@ -447,12 +455,17 @@ class NodesController(rest.RestController):
         if query['marker'] is not None:
             marker = utils.get_query_node(query['marker']).id
         filters = _list_filters(query)
+        project = access.list_project('node')
+        if project is not None:
+            # NOTE: a project sees the nodes it owns or leases.
+            filters['project'] = project
         nodes = objects.Node.list(api.request.context, filters=filters,
                                   limit=limit, marker=marker,
                                   sort_key=sort_key, sort_dir=sort_dir)
         preloaded = preload(nodes, fields)
+        masks = access.NodeMasks()
         page = NodeCollection()
-        page.nodes = [convert_with_links(n, fields, preloaded)
+        page.nodes = [convert_with_links(n, fields, preloaded, masks)
                       for n in nodes]
         page.next = collection.next_link(
             resource, {k: v for k, v in query.items()
@@ -516,7 +529,7 @@ class NodesController(rest.RestController):
         ident = node_uuid or node
         if ident is None:
             raise exception.MissingArgument(arg='node')
-        utils.get_node(ident)
+        utils.get_node(ident, 'baremetal:node:validate')
         return {name.replace('_interface', ''): {'result': True}
                 for name in node_obj.INTERFACE_FIELDS
                 if name != 'firmware_interface'}
@@ -526,6 +539,7 @@ class NodesController(rest.RestController):
     @expose.expose(Node, body=Node, status_code=201)
     def post(self, node):
         """Create a node (in 'enroll' at 1.11+, 'available' before)."""
+        access.authorize('baremetal:node:create')
         given = node.as_dict()
         # NOTE: an empty conductor_group is the default, as in Ironic.
         utils.reject_fields_in_newer_versions(
@@ -564,7 +578,12 @@ class NodesController(rest.RestController):
             raise exception.Invalid('A JSON patch (a non-empty list of '
                                     'operations) is required.')
         _check_patch(patch, reset_interfaces)
-        rpc_node = utils.get_node(node_ident)
+        rules = _patch_rules(patch)
+        rpc_node = utils.get_node(node_ident, rules[0])
+        for rule in rules[1:]:
+            access.authorize_node(rule, rpc_node)
+        if 'owner' in utils.patched_roots(patch):
+            _check_owner_change(rpc_node)
         for name in utils.get_patch_values(patch, '/name'):
             if name is not None:
                 check_name(name, 'change name of node %s to' % node_ident)
@@ -591,7 +610,7 @@ class NodesController(rest.RestController):
     @expose.expose(None, types.uuid_or_name, status_code=204)
     def delete(self, node_ident):
         """Delete a node (through its conductor)."""
-        rpc_node = utils.get_node(node_ident)
+        rpc_node = utils.get_node(node_ident, 'baremetal:node:delete')
         api.request.rpcapi.destroy_node(api.request.context, rpc_node.id,
                                         utils.conductor_host(rpc_node))
 
@@ -643,6 +662,51 @@ def _check_patch(patch, reset_interfaces):
         raise exception.Invalid(
             "The reset_interfaces parameter can only be used when changing "
             "the node's driver.")
+
+
+def _patch_rules(patch):
+    """The policy rules a node PATCH needs, each once, in patch order."""
+    rules = []
+    for op in patch:
+        root = op['path'].split('/')[1] if op['path'].count('/') else ''
+        rule = node_policies.PATCH_RULES.get(root)
+        if rule is None and root in node_obj.INTERFACE_FIELDS:
+            rule = 'baremetal:node:update:driver_interfaces'
+        if rule is None and root == 'automated_clean' and \
+                strutils.bool_from_string(op.get('value'),
+                                          default=None) is False:
+            rule = 'baremetal:node:disable_cleaning'
+        rule = rule or 'baremetal:node:update'
+        if rule not in rules:
+            rules.append(rule)
+    return rules
+
+
+def _check_owner_change(rpc_node):
+    """Ironic's guards on changing the owner of a node in use.
+
+    :raises: Conflict (409) for an active node unless
+        baremetal:node:update_owner_provisioned allows it, and for a node
+        whose allocation has an owner.
+    """
+    if rpc_node.provision_state == states.ACTIVE:
+        try:
+            access.authorize_node('baremetal:node:update_owner_provisioned',
+                                  rpc_node)
+        except exception.HTTPForbidden:
+            raise exception.Conflict(
+                'Cannot update owner of node "%s" while it is in state '
+                '"%s".' % (rpc_node.uuid, states.ACTIVE))
+    if rpc_node.allocation_id is not None:
+        try:
+            allocation = objects.Allocation.get_by_id(
+                api.request.context, rpc_node.allocation_id)
+        except exception.AllocationNotFound:
+            return
+        if allocation.owner is not None:
+            raise exception.Conflict(
+                'Cannot update owner of node "%s" while it is allocated to '
+                'an allocation with an owner.' % rpc_node.uuid)
 
 
 def _validated_changes(old, new):

@@ -27,7 +27,8 @@ class NodeTraitsController(rest.RestController):
     @expose.expose(Traits)
     def get_all(self):
         """List the node's traits."""
-        return Traits(traits=utils.get_node(self.node_ident).traits)
+        return Traits(traits=utils.get_node(
+            self.node_ident, 'baremetal:node:traits:list').traits)
 
     @expose.expose(None, str, types.jsontype, status_code=204)
     def put(self, trait=None, traits=None):
@@ -40,7 +41,7 @@ class NodeTraitsController(rest.RestController):
                 'traits may be replaced via PUT /v1/nodes/<node '
                 'identifier>/traits with the list of traits specified in '
                 'the request body.')
-        node = utils.get_node(self.node_ident)
+        node = utils.get_node(self.node_ident, 'baremetal:node:traits:set')
         context, rpcapi = api.request.context, api.request.rpcapi
         host = utils.conductor_host(node)
         if trait is not None:
@@ -67,7 +68,8 @@ class NodeTraitsController(rest.RestController):
     @expose.expose(None, str, status_code=204)
     def delete(self, trait=None):
         """Remove one trait, or all when none is named."""
-        node = utils.get_node(self.node_ident)
+        node = utils.get_node(self.node_ident,
+                              'baremetal:node:traits:delete')
         context, rpcapi = api.request.context, api.request.rpcapi
         host = utils.conductor_host(node)
         if trait is None:

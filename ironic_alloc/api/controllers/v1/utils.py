@@ -14,6 +14,7 @@ import pecan
 
 from ironic_alloc import api
 from ironic_alloc.api.controllers import link
+from ironic_alloc.api.controllers.v1 import access
 from ironic_alloc.api.controllers.v1 import versions
 from ironic_alloc.common import exception
 from ironic_alloc.common import states
@@ -455,21 +456,28 @@ def patched_roots(patch):
 
 # Lookups
 
-def get_node(node_ident):
-    """The node named by UUID or (1.5+) logical name.
+def get_node(node_ident, rule=None):
+    """The node named by UUID or (1.5+) logical name, if the caller may
+    see it (baremetal:node:get) and, when given, apply ``rule`` to it.
 
     :raises: InvalidUuidOrName (400) for an ill-formed identifier,
-        NodeNotFound (404).
+        NodeNotFound (404) for a missing node or one hidden from a
+        project caller, HTTPForbidden (403) when ``rule`` denies.
     """
     context = api.request.context
     if uuidutils.is_uuid_like(node_ident):
-        return objects.Node.get_by_uuid(context, node_ident)
-    if allow_node_logical_names():
-        if is_valid_logical_name(node_ident):
-            return objects.Node.get_by_name(context, node_ident)
+        node = objects.Node.get_by_uuid(context, node_ident)
+    elif not allow_node_logical_names():
+        # NOTE: before names existed, any other identifier was not found.
+        raise exception.NodeNotFound(node=node_ident)
+    elif is_valid_logical_name(node_ident):
+        node = objects.Node.get_by_name(context, node_ident)
+    else:
         raise exception.InvalidUuidOrName(name=node_ident)
-    # NOTE: before names existed, any other identifier was just not found.
-    raise exception.NodeNotFound(node=node_ident)
+    access.check_node_visible(node, node_ident)
+    if rule is not None:
+        access.authorize_node(rule, node)
+    return node
 
 
 def get_query_node(node_ident):

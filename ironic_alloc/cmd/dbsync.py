@@ -21,7 +21,12 @@ def _version():
 
 
 def _check():
-    current, head = migration.version(), migration.head_revision()
+    try:
+        current, head = migration.version(), migration.head_revision()
+    except Exception as exc:
+        # NOTE: its own exit status: "cannot tell" is not "upgrade needed".
+        print('ERROR: the schema revision could not be read: %s' % exc)
+        return 2
     if current == head:
         print('OK: the database schema is current (revision %s).' % head)
         return 0
@@ -43,7 +48,8 @@ def _add_parsers(subparsers):
     parser.set_defaults(func=_version)
     parser = subparsers.add_parser(
         'check', help='Exit 0 when the schema is current, 1 when an '
-                      'upgrade is needed.')
+                      'upgrade is needed, 2 when the database cannot be '
+                      'read.')
     parser.set_defaults(func=_check)
 
 

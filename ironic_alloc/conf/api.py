@@ -35,7 +35,9 @@ api_opts = [
                min=1,
                help='Seconds the API waits for a conductor to answer a '
                     'synchronous RPC call (node actions, allocation '
-                    'deletion) before answering 503.'),
+                    'deletion) before answering 503. The bound includes '
+                    'waiting for the RPC reply queue while the message '
+                    'broker is unreachable.'),
     cfg.IntOpt('max_request_body_size',
                default=4 * 1024 * 1024,
                min=1024,

@@ -93,6 +93,19 @@ class _ReplyQueueSetup:
                 target=self._run, name='rpc-reply-queue', daemon=True)
             self._thread.start()
 
+    def wait(self, timeout):
+        """Wait at most ``timeout`` seconds for the queue.
+
+        :raises: MessageBrokerUnreachable when it is not ready in time.
+        """
+        if self.ready.is_set():
+            return
+        self.start()
+        if not self.ready.wait(timeout):
+            raise exception.MessageBrokerUnreachable(
+                reason='the queue for RPC replies could not be created '
+                       'within %s seconds' % timeout)
+
     def _run(self):
         try:
             self._create()
@@ -132,14 +145,7 @@ def wait_for_reply_queue(timeout):
     :raises: MessageBrokerUnreachable when it is not ready in time (the
         broker cannot be reached); set-up goes on in the background.
     """
-    setup = _reply_queue()
-    if setup.ready.is_set():
-        return
-    setup.start()
-    if not setup.ready.wait(timeout):
-        raise exception.MessageBrokerUnreachable(
-            reason='the queue for RPC replies could not be created within '
-                   '%s seconds' % timeout)
+    _reply_queue().wait(timeout)
 
 
 def set_defaults(control_exchange, conf=CONF):

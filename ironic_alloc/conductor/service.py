@@ -7,6 +7,7 @@ import threading
 import futurist
 from futurist import periodics
 from futurist import rejection
+from futurist import waiters
 from oslo_log import log
 import oslo_messaging as messaging
 
@@ -43,9 +44,16 @@ class ConductorService:
         self._pool = None
         self._periodic_worker = None
         self._periodic_thread = None
+        self._periodic_spacings = None
+        # NOTE: reload() restarts the periodic tasks while stop() may be
+        # stopping them.
+        self._periodic_lock = threading.Lock()
         self._heartbeat_thread = None
         self._in_flight = set()
         self._in_flight_lock = threading.Lock()
+        # Futures of the pool's work, awaited by a graceful stop.
+        self._pending = set()
+        self._pending_lock = threading.Lock()
 
     # Life cycle
 
@@ -95,12 +103,14 @@ class ConductorService:
                 self._rpc_server.wait()
             except Exception:
                 LOG.exception('Stopping the RPC server failed')
-        if self._periodic_worker is not None:
-            self._periodic_worker.stop()
-            self._periodic_worker.wait()
-            self._periodic_thread.join()
+        with self._periodic_lock:
+            self._stop_periodics()
         if self._pool is not None:
-            self._pool.shutdown(wait=graceful)
+            # NOTE: wait before shutting the pool down: futurist's workers
+            # drop queued work once told to stop.
+            if graceful:
+                self._wait_for_work()
+            self._pool.shutdown(wait=False)
         if graceful and self.conductor is not None:
             self._hand_back_allocations()
         if self._heartbeat_thread is not None:
@@ -115,8 +125,24 @@ class ConductorService:
         self.stopped.set()
 
     def reload(self):
-        """Re-read mutable options (SIGHUP)."""
+        """Re-read the configuration files and apply the mutable options
+        (SIGHUP).
+
+        Options read where they are used take effect at once; oslo.log
+        applies ``[DEFAULT]debug`` itself.  The periodic tasks are
+        restarted when one of their intervals changed; work in flight and
+        the RPC server are left alone.
+        """
         CONF.mutate_config_files()
+        with self._periodic_lock:
+            if not self._stopping.is_set() and \
+                    self._periodic_spacings is not None and \
+                    self._periodic_spacings != _periodic_spacings():
+                LOG.info('Periodic task intervals changed to %s; '
+                         'restarting the periodic tasks',
+                         _periodic_spacings())
+                self._stop_periodics()
+                self._start_periodics()
         LOG.info('Conductor %s reloaded its mutable options', self.host)
 
     # Work
@@ -128,12 +154,39 @@ class ConductorService:
         :raises: NoFreeConductorWorker.
         """
         try:
-            self._pool.submit(func, *args)
+            self._submit(func, *args)
         except futurist.RejectedSubmission:
             lock.node.update(rollback)
             lock.node.save()
             raise exception.NoFreeConductorWorker()
         lock.handoff()
+
+    def _submit(self, func, *args):
+        future = self._pool.submit(func, *args)
+        with self._pending_lock:
+            self._pending.add(future)
+        future.add_done_callback(self._forget)
+        return future
+
+    def _forget(self, future):
+        with self._pending_lock:
+            self._pending.discard(future)
+
+    def _wait_for_work(self):
+        """Wait up to [conductor]graceful_shutdown_timeout for the pool's
+        work; what is still running then is left to end with the process
+        (its conditional writes keep that safe)."""
+        with self._pending_lock:
+            pending = list(self._pending)
+        if not pending:
+            return
+        timeout = CONF.conductor.graceful_shutdown_timeout or None
+        LOG.info('Waiting for %d tasks to finish', len(pending))
+        _done, not_done = waiters.wait_for_all(pending, timeout)
+        if not_done:
+            LOG.warning('%(count)d tasks still running after '
+                        '%(timeout)s seconds; stopping without them',
+                        {'count': len(not_done), 'timeout': timeout})
 
     # Allocations
 
@@ -147,8 +200,8 @@ class ConductorService:
                 return False
             self._in_flight.add(allocation_id)
         try:
-            future = self._pool.submit(allocations.do_allocate, self.context,
-                                       allocation_id, self.conductor.id)
+            future = self._submit(allocations.do_allocate, self.context,
+                                  allocation_id, self.conductor.id)
         except (futurist.RejectedSubmission, RuntimeError):
             with self._in_flight_lock:
                 self._in_flight.discard(allocation_id)
@@ -227,14 +280,15 @@ class ConductorService:
     # Heartbeat and periodic tasks
 
     def _heartbeat_loop(self):
-        interval = CONF.conductor.heartbeat_interval
-        while not self._stopping.wait(interval):
+        # NOTE: the interval is read on every turn: it is mutable.
+        while not self._stopping.wait(CONF.conductor.heartbeat_interval):
             try:
                 alive = self.conductor.touch()
             except Exception:
                 LOG.exception('Heartbeat of conductor %s failed; retrying',
                               self.host)
                 continue
+            LOG.debug('Conductor %s wrote its heartbeat', self.host)
             if not alive:
                 # NOTE: another process registered this hostname: this one
                 # is stale and its conditional writes fail from now on.
@@ -257,6 +311,7 @@ class ConductorService:
         return tasks
 
     def _start_periodics(self):
+        self._periodic_spacings = _periodic_spacings()
         tasks = [(t, None, None) for t in self._periodic_tasks()]
         # NOTE: periodic tasks get their own small pool so a busy worker
         # pool never delays take-over and lock recovery.
@@ -267,6 +322,14 @@ class ConductorService:
             target=self._periodic_worker.start, name='periodics',
             daemon=True)
         self._periodic_thread.start()
+
+    def _stop_periodics(self):
+        """Stop the periodic tasks, waiting for a running one to end."""
+        if self._periodic_worker is not None:
+            self._periodic_worker.stop()
+            self._periodic_worker.wait()
+            self._periodic_thread.join()
+            self._periodic_worker = None
 
     def _release_dead_locks(self):
         try:
@@ -279,6 +342,13 @@ class ConductorService:
             LOG.warning('Released the lock of node %(node)s held by dead '
                         'conductor %(host)s (state %(state)s)',
                         {'node': uuid, 'host': host, 'state': state})
+
+
+def _periodic_spacings():
+    """The configured intervals of the periodic tasks."""
+    return (CONF.conductor.allocation_redrive_interval,
+            CONF.conductor.check_allocations_interval,
+            CONF.conductor.sync_local_state_interval)
 
 
 def _periodic(spacing, func, run_immediately=False):

@@ -13,11 +13,13 @@ conductor_opts = [
                     're-drive.'),
     cfg.IntOpt('heartbeat_interval',
                default=10,
+               mutable=True,
                min=1,
                help='Seconds between heartbeats a conductor writes to the '
                     'database.'),
     cfg.IntOpt('heartbeat_timeout',
                default=60,
+               mutable=True,
                min=2,
                help='Seconds since its last heartbeat, measured with the '
                     'database server clock, after which a conductor is '
@@ -30,18 +32,21 @@ conductor_opts = [
                     'the node\'s conductor_group.'),
     cfg.IntOpt('sync_local_state_interval',
                default=60,
+               mutable=True,
                min=0,
                help='Seconds between checks that release node locks held '
                     'by dead conductors and fail node actions they left '
                     'unfinished. 0 disables the check.'),
     cfg.FloatOpt('fake_action_delay',
                  default=0.0,
+                 mutable=True,
                  min=0.0,
                  help='Seconds the fake driver spends in each intermediate '
                       'provision state (verifying, cleaning, deploying...). '
                       '0 finishes actions as fast as possible.'),
     cfg.IntOpt('check_allocations_interval',
                default=60,
+               mutable=True,
                min=0,
                help='Seconds between checks for allocating allocations '
                     'whose conductor is dead (no heartbeat for '
@@ -50,6 +55,7 @@ conductor_opts = [
                     'the check.'),
     cfg.IntOpt('allocation_redrive_interval',
                default=5,
+               mutable=True,
                min=1,
                help='Seconds between passes in which a conductor restarts '
                     'work on its own allocating allocations that have no '
@@ -58,23 +64,27 @@ conductor_opts = [
                     'an allocation.'),
     cfg.IntOpt('allocation_candidate_batch',
                default=16,
+               mutable=True,
                min=1,
                help='How many candidate nodes one allocation attempt reads '
                     'from the database at a time.'),
     cfg.IntOpt('allocation_attempts',
                default=5,
+               mutable=True,
                min=1,
                help='How many candidate searches an allocation makes when '
                     'every candidate it found was taken by a concurrent '
                     'allocation before it fails.'),
     cfg.IntOpt('error_allocation_max_age',
                default=0,
+               mutable=True,
                min=0,
                help='Seconds after which allocations in state error are '
                     'deleted by the periodic allocation check. 0 keeps '
                     'them until a client deletes them.'),
     cfg.IntOpt('graceful_shutdown_timeout',
                default=60,
+               mutable=True,
                min=0,
                help='Seconds a stopping conductor waits for work in its '
                     'pool to finish before it exits. 0 waits forever.'),

@@ -40,6 +40,15 @@ PINNABLE_RELEASES = sorted(name for name in RELEASE_MAPPING
                            if name != CURRENT)
 
 
+def pin_choices():
+    """(release, description) pairs for the option's ``choices``."""
+    return [(name, 'RPC API %s; objects %s' % (
+        RELEASE_MAPPING[name]['rpc'], ', '.join(
+            '%s %s' % item
+            for item in sorted(RELEASE_MAPPING[name]['objects'].items()))))
+        for name in PINNABLE_RELEASES]
+
+
 def _release(pin):
     return RELEASE_MAPPING[pin or CURRENT]
 

@@ -34,7 +34,7 @@ service_opts = [
                                  'by [DEFAULT]transport_url.')],
                help='RPC transport between the API and the conductors.'),
     cfg.StrOpt('pin_release_version',
-               choices=release_mappings.PINNABLE_RELEASES,
+               choices=release_mappings.pin_choices(),
                help='During a rolling upgrade, the release the services '
                     'not yet upgraded run: RPC messages are capped at its '
                     'RPC API version and objects sent over RPC are '

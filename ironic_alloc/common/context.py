@@ -17,7 +17,7 @@ def from_request_environ(environ):
 
     With keystone, identity comes from the headers keystonemiddleware's
     auth_token sets after validating the token (X-User-Id, X-Project-Id,
-    X-Roles, X-System-Scope, X-Domain-Id...), having first removed any
+    X-Roles, OpenStack-System-Scope...), having first removed any
     such header the client sent.  With noauth and http_basic no header
     is trusted: the caller is an administrator, as in standalone Ironic.
     """

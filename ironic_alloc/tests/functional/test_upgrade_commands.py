@@ -1,5 +1,5 @@
-"""``ironic-alloc-dbsync check`` as an operator runs it: a real process on
-a real SQLite file, its exit status and message."""
+"""Commands of a rolling upgrade as an operator runs them: real processes,
+a real SQLite file, their exit statuses and messages."""
 
 import os
 import subprocess
@@ -12,19 +12,23 @@ from ironic_alloc.tests import base
 BIN_DIR = os.path.dirname(sys.executable)
 
 
-class DbsyncCheckTestCase(base.TestCase):
+class UpgradeCommandsTestCase(base.TestCase):
+
+    def run_command(self, command, conf_text, *args):
+        conf = os.path.join(self.useFixture(
+            fixtures.TempDir()).path, 'command.conf')
+        with open(conf, 'w') as f:
+            f.write(conf_text)
+        return subprocess.run(
+            [os.path.join(BIN_DIR, command), '--config-file', conf]
+            + list(args), capture_output=True, text=True, timeout=120)
 
     def dbsync(self, url, *args):
-        conf = os.path.join(self.useFixture(
-            fixtures.TempDir()).path, 'dbsync.conf')
-        with open(conf, 'w') as f:
-            f.write('[database]\nconnection = %s\n' % url)
-        return subprocess.run(
-            [os.path.join(BIN_DIR, 'ironic-alloc-dbsync'), '--config-file',
-             conf] + list(args), capture_output=True, text=True,
-            timeout=120)
+        return self.run_command('ironic-alloc-dbsync',
+                                '[database]\nconnection = %s\n' % url,
+                                *args)
 
-    def test_exit_statuses(self):
+    def test_dbsync_check_exit_statuses(self):
         workdir = self.useFixture(fixtures.TempDir()).path
         url = 'sqlite:///%s' % os.path.join(workdir, 'ia.sqlite')
         empty = self.dbsync(url, 'check')
@@ -41,3 +45,15 @@ class DbsyncCheckTestCase(base.TestCase):
         self.assertEqual(2, broken.returncode, broken.stderr)
         self.assertIn('ERROR: the schema revision could not be read',
                       broken.stdout)
+
+    def test_unknown_pin_stops_start_up(self):
+        workdir = self.useFixture(fixtures.TempDir()).path
+        conf = ('[DEFAULT]\npin_release_version = 2019.1\n'
+                'transport_url = fake://\n[database]\nconnection = '
+                'sqlite:///%s\n' % os.path.join(workdir, 'ia.sqlite'))
+        for command in ('ironic-alloc-api', 'ironic-alloc-conductor'):
+            result = self.run_command(command, conf)
+            self.assertNotEqual(0, result.returncode, command)
+            self.assertIn('Invalid [DEFAULT]pin_release_version',
+                          result.stderr, command)
+            self.assertIn("'2019.1'", result.stderr, command)

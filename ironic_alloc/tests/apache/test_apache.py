@@ -39,16 +39,17 @@ class ApacheTestCase(oslo_base.BaseTestCase):
 
     def setUp(self):
         super().setUp()
-        self.useFixture(fixtures.Timeout(TEST_TIMEOUT, gentle=True))
         logging.getLogger('urllib3').setLevel(logging.WARNING)
         reason = apache.missing_reason()
         if reason:
             base.skip_or_fail(self, reason)
         # NOTE: the multi-process tier restarts the RabbitMQ these tests
-        # share; never run during one of its tests.
+        # share; never run during one of its tests (waiting for the lock
+        # is bounded by TierLock, not by the test's time limit).
         lock = mp.TierLock()
         lock.acquire()
         self.addCleanup(lock.release)
+        self.useFixture(fixtures.Timeout(TEST_TIMEOUT, gentle=True))
         self.deployment = apache.Deployment(
             self.id().rsplit('.', 1)[-1][5:25])
         self.failed = False

@@ -22,8 +22,8 @@ import fixtures
 from oslo_utils import uuidutils
 import webtest
 
-from ironic_alloc.api.controllers.v1 import versions
 from ironic_alloc.api import app as api_app
+from ironic_alloc.api.controllers.v1 import versions
 from ironic_alloc.api import hooks
 from ironic_alloc.common import policy
 from ironic_alloc.common import states

@@ -6,6 +6,7 @@ oslo.messaging without a broker.
 """
 
 import threading
+import time
 
 from oslo_log import log
 import oslo_messaging as messaging
@@ -69,6 +70,8 @@ class _ReplyQueueSetup:
     lock, would hang until the broker is back.  Here one background thread
     creates the queue; callers wait for it with a bound and never enter the
     driver's set-up themselves, so at most one thread is ever stuck in it.
+    Once an attempt has run longer than a caller's bound, the broker is
+    known to be unreachable and callers answer at once.
     """
 
     def __init__(self, transport):
@@ -79,29 +82,42 @@ class _ReplyQueueSetup:
                                '_get_reply_q', None)
         self.ready = threading.Event()
         self._thread = None
+        self._started_at = None
         self._lock = threading.Lock()
         if self._create is None:
             self.ready.set()
 
     def start(self):
-        """Start creating the queue unless it exists or is being created."""
+        """Start creating the queue unless it exists or is being created.
+
+        :returns: when the attempt in flight started (time.monotonic()).
+        """
         with self._lock:
             if self.ready.is_set() or (self._thread is not None
                                        and self._thread.is_alive()):
-                return
+                return self._started_at
+            self._started_at = time.monotonic()
             self._thread = threading.Thread(
                 target=self._run, name='rpc-reply-queue', daemon=True)
             self._thread.start()
+            return self._started_at
 
     def wait(self, timeout):
-        """Wait at most ``timeout`` seconds for the queue.
+        """Wait for the queue while its creation has taken less than
+        ``timeout`` seconds.
 
-        :raises: MessageBrokerUnreachable when it is not ready in time.
+        :raises: MessageBrokerUnreachable when it is not ready by then.
         """
         if self.ready.is_set():
             return
-        self.start()
-        if not self.ready.wait(timeout):
+        started = self.start()
+        left = timeout - (time.monotonic() - started)
+        if left <= 0:
+            raise exception.MessageBrokerUnreachable(
+                reason='the queue for RPC replies could not be created '
+                       'in %d seconds of trying' % (time.monotonic() -
+                                                   started))
+        if not self.ready.wait(left):
             raise exception.MessageBrokerUnreachable(
                 reason='the queue for RPC replies could not be created '
                        'within %s seconds' % timeout)

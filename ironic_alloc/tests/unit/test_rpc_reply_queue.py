@@ -70,6 +70,12 @@ class ReplyQueueTestCase(base.TestCase):
         self.assertEqual(1, self.driver.attempts)
         self.assertEqual(1, len([t for t in threading.enumerate()
                                  if t.name == 'rpc-reply-queue']))
+        # The attempt has now run longer than a caller's bound: the next
+        # caller does not wait at all.
+        exc = self.assertRaises(exception.MessageBrokerUnreachable,
+                                self.setup.wait, 0.2)
+        self.assertIn('seconds of trying', str(exc))
+        self.assertEqual(1, self.driver.attempts)
         self.driver.broker_up.set()
         self.assertTrue(self.setup.ready.wait(10))
         self.assertEqual('ready', self._wait())

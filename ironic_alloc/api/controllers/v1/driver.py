@@ -65,6 +65,11 @@ class DriverPropertiesController:
         return {}
 
 
+# Driver sub-resources other than properties (vendor_passthru, raid...).
+_DriverResourceController = unsupported.feature_controller(
+    'Driver features')
+
+
 class DriversController(rest.RestController):
     """REST controller for drivers."""
 
@@ -76,8 +81,8 @@ class DriversController(rest.RestController):
             raise exception.DriverNotFound(driver_name=name)
         if remainder[0] == 'properties':
             return DriverPropertiesController(name), remainder[1:]
-        return unsupported.feature_controller(
-            'Driver %s' % remainder[0])(name), remainder[1:]
+        return _DriverResourceController(
+            name, 'Driver %s' % remainder[0]), remainder[1:]
 
     @expose.expose(DriverList, str, types.boolean, types.listtype)
     def get_all(self, type=None, detail=None, fields=None):

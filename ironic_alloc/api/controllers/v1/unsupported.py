@@ -51,16 +51,19 @@ def feature_controller(feature):
     """A controller class answering 400 "not supported" on every path."""
 
     class UnsupportedFeatureController:
-        def __init__(self, node_ident=None):
+        # NOTE: ``name`` refines the feature per instance, so a route
+        # with a variable feature needs no new class per request.
+        def __init__(self, node_ident=None, name=feature):
             self.node_ident = node_ident
+            self.feature = name
 
         @pecan.expose('json')
         def index(self, *args, **kwargs):
-            raise exception.UnsupportedFeature(feature=feature)
+            raise exception.UnsupportedFeature(feature=self.feature)
 
         @pecan.expose('json')
         def _default(self, *args, **kwargs):
-            raise exception.UnsupportedFeature(feature=feature)
+            raise exception.UnsupportedFeature(feature=self.feature)
 
     UnsupportedFeatureController.__name__ = 'Unsupported%s' % ''.join(
         w.capitalize() for w in feature.split()[:2])

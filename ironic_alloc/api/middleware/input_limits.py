@@ -26,7 +26,6 @@ from ironic_alloc.api.middleware import parsable_error
 
 LOG = log.getLogger(__name__)
 
-_BODY_METHODS = ('POST', 'PUT', 'PATCH', 'DELETE')
 _JSON_TYPES = ('application/json', 'application/vnd.openstack.ironic.v1+json')
 
 
@@ -193,8 +192,8 @@ class InputLimitsMiddleware:
 
     def _check(self, environ):
         check_path_and_query(environ)
-        if environ.get('REQUEST_METHOD') not in _BODY_METHODS:
-            return
+        # NOTE: every method, GET included: WSME reads a body whatever
+        # the method.
         body = read_body(environ, self.conf.api.max_request_body_size)
         # NOTE: the body was consumed; the application reads this copy.
         environ['wsgi.input'] = io.BytesIO(body)

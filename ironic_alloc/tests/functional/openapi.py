@@ -95,6 +95,77 @@ class Operation:
         return '%s %s' % (self.method, self.path)
 
 
+def _any_json():
+    from hypothesis import strategies as st
+    return st.recursive(
+        st.none() | st.booleans() | st.integers() | st.floats(
+            allow_nan=False, allow_infinity=False) | st.text(max_size=20),
+        lambda children: st.lists(children, max_size=3) | st.dictionaries(
+            st.text(max_size=10), children, max_size=3),
+        max_leaves=8)
+
+
+def strategy_for(schema):
+    """A Hypothesis strategy for the values ``schema`` accepts.
+
+    Covers the JSON Schema keywords this description uses (type, also as
+    a list, enum, oneOf, properties, required, additionalProperties,
+    items, minItems, maxItems, minLength, maxLength, pattern, minimum);
+    any other keyword is an error, so the description cannot outgrow the
+    generator silently.
+    """
+    from hypothesis import strategies as st
+    known = {'type', 'enum', 'oneOf', 'properties', 'required',
+             'additionalProperties', 'items', 'minItems', 'maxItems',
+             'minLength', 'maxLength', 'pattern', 'minimum', 'description'}
+    unknown = set(schema) - known
+    if unknown:
+        raise ValueError('no generator for keywords %s' % sorted(unknown))
+    if 'enum' in schema:
+        return st.sampled_from(schema['enum'])
+    if 'oneOf' in schema:
+        return st.one_of([strategy_for(s) for s in schema['oneOf']])
+    types = schema.get('type')
+    if types is None:
+        return _any_json()
+    if isinstance(types, list):
+        return st.one_of([strategy_for(dict(schema, type=t))
+                          for t in types])
+    if types == 'null':
+        return st.none()
+    if types == 'boolean':
+        return st.booleans()
+    if types == 'integer':
+        return st.integers(min_value=schema.get('minimum'))
+    if types == 'number':
+        return st.floats(min_value=schema.get('minimum'), allow_nan=False,
+                         allow_infinity=False)
+    if types == 'string':
+        if 'pattern' in schema:
+            text = st.from_regex(schema['pattern'], fullmatch=True)
+        else:
+            text = st.text(min_size=schema.get('minLength', 0),
+                           max_size=min(schema.get('maxLength', 40), 300))
+        return text.filter(lambda v: schema.get('minLength', 0) <= len(v)
+                           <= schema.get('maxLength', len(v)))
+    if types == 'array':
+        return st.lists(strategy_for(schema.get('items', {})),
+                        min_size=schema.get('minItems', 0),
+                        max_size=min(schema.get('maxItems', 5), 8))
+    if types == 'object':
+        props = schema.get('properties', {})
+        required = set(schema.get('required', ()))
+        fixed = st.fixed_dictionaries(
+            {k: strategy_for(v) for k, v in props.items() if k in required},
+            optional={k: strategy_for(v) for k, v in props.items()
+                      if k not in required})
+        if props or schema.get('additionalProperties') is False:
+            return fixed
+        return st.dictionaries(st.text(max_size=10), _any_json(),
+                               max_size=4)
+    raise ValueError('no generator for type %r' % types)
+
+
 def operations(doc=None):
     doc = doc or load()
     return [Operation(doc, path, method)

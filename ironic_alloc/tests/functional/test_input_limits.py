@@ -68,6 +68,14 @@ class TestInputLimitsOverHTTP(base.DbTestCase):
         resp, body = self._request('POST', '/v1/nodes', data)
         self.assertEqual(201, resp.status, body)
 
+    def test_get_with_a_body_that_is_not_utf8(self):
+        # NOTE: found by test_fuzz: WSME decodes the body of a GET too,
+        # and this was a 500.
+        resp, body = self._request('GET', '/v1/nodes', b'.\xab\x83')
+        self.assertEqual(400, resp.status)
+        self.assertEqual('The request body is not UTF-8.',
+                         self._fault(body)['faultstring'])
+
     def _raw_post(self, content_length):
         """POST with a Content-Length header and no body; the reply."""
         with socket.create_connection((self.server.host, self.server.port),

@@ -191,5 +191,11 @@ class TestMiddleware(base.TestCase):
         self.assertEqual('200 OK', self._call('DELETE', b'',
                                               'text/plain')['status'])
 
-    def test_get_body_is_not_read(self):
-        self.assertEqual('200 OK', self._call('GET', b'[[[[[[')['status'])
+    def test_get_body_is_checked(self):
+        # NOTE: found by test_fuzz: WSME decoded the body of a GET, and a
+        # body that was not UTF-8 was a 500.
+        self.assertEqual('400 Bad Request',
+                         self._call('GET', b'.\xab\x83')['status'])
+        self.assertEqual('400 Bad Request',
+                         self._call('GET', b'[[[[[[')['status'])
+        self.assertEqual('200 OK', self._call('GET', b'')['status'])

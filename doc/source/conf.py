@@ -12,6 +12,8 @@ import ironic_alloc  # noqa: E402,F401
 extensions = [
     'oslo_config.sphinxext',
     'oslo_config.sphinxconfiggen',
+    'oslo_policy.sphinxext',
+    'oslo_policy.sphinxpolicygen',
 ]
 
 try:
@@ -34,6 +36,12 @@ config_generator_config_file = [
     ('../../tools/config/ironic-alloc-config-generator.conf',
      '_static/ironic-alloc'),
 ]
+
+# oslo_policy.sphinxpolicygen writes _static/ironic-alloc.policy.yaml.sample
+# (not committed) from the same generator file as "tox -e genpolicy".
+policy_generator_config_file = (
+    '../../tools/config/ironic-alloc-policy-generator.conf')
+sample_policy_basename = '_static/ironic-alloc'
 
 project = 'ironic_alloc'
 copyright = 'The ironic_alloc team'

@@ -70,7 +70,8 @@ rules = [
     _patch('lessee', base.SYSTEM_OR_OWNER_MEMBER, 'the lessee'),
     _patch('owner', 'rule:system_member', 'the owner'),
     _patch('driver_interfaces', base.SYSTEM_OR_OWNER_ADMIN,
-           'the driver or a hardware interface (*_interface)'),
+           'the driver or a hardware interface (a field ending in '
+           '_interface)'),
     _patch('network_data', base.SYSTEM_OR_OWNER_MEMBER, 'network_data'),
     _patch('conductor_group', 'rule:system_member', 'the conductor group'),
     _patch('name', base.SYSTEM_OR_OWNER_MEMBER, 'the name'),

@@ -1,0 +1,55 @@
+"""auth_strategy = keystone: keystonemiddleware's auth_token in front of
+the API, against a real Keystone."""
+
+from ironic_alloc.tests.keystone import base
+
+
+class TestAuthToken(base.KeystoneTestCase):
+
+    def test_version_documents_need_no_token(self):
+        for path in ('/', '/v1'):
+            self.assertStatus(200, self.request('GET', path))
+
+    def test_missing_token(self):
+        resp = self.request('GET', '/v1/nodes')
+        self.assertStatus(401, resp)
+        # NOTE: the header tells a client where to get a token.
+        self.assertEqual('Keystone uri="%s"' % self.keystone.url,
+                         resp.headers['WWW-Authenticate'])
+
+    def test_garbage_token(self):
+        resp = self.request('GET', '/v1/nodes', token='not-a-token')
+        self.assertStatus(401, resp)
+        self.assertIn('WWW-Authenticate', resp.headers)
+
+    def test_expired_token(self):
+        token = self.identities.expired_token('member', 'owner')
+        self.assertStatus(401, self.request('GET', '/v1/nodes', token))
+
+    def test_revoked_token(self):
+        token = self.identities.revoked_token('member', 'owner')
+        self.assertStatus(401, self.request('GET', '/v1/nodes', token))
+
+    def test_project_scoped_token(self):
+        token = self.identities.token('member', 'project', 'owner')
+        resp = self.request('GET', '/v1/allocations', token)
+        self.assertStatus(200, resp)
+        self.assertEqual([], [a for a in resp.json['allocations']
+                              if a['owner'] not in (
+                                  None,
+                                  self.identities.project_ids['owner'])])
+
+    def test_system_scoped_token(self):
+        token = self.identities.token('reader', 'system')
+        self.assertStatus(200, self.request('GET', '/v1/nodes', token))
+
+    def test_identity_headers_from_the_client_are_ignored(self):
+        # A project reader claiming to be a system admin through the
+        # headers auth_token sets itself stays a project reader.
+        token = self.identities.token('reader', 'project', 'other')
+        resp = self.request(
+            'POST', '/v1/nodes', token,
+            body={'name': self.unique('forged'), 'driver': 'fake-hardware'},
+            headers={'X-Roles': 'admin', 'OpenStack-System-Scope': 'all',
+                     'X-Project-Id': self.identities.project_ids['owner']})
+        self.assertStatus(403, resp)

@@ -1,7 +1,7 @@
 """The API under a real Apache httpd + mod_wsgi, with a real conductor.
 
-``Deployment`` writes an ironic_alloc configuration (an SQLite file, or
-``IRONIC_ALLOC_TEST_DB``; RabbitMQ), builds the schema with
+``Deployment`` writes an ironic_alloc configuration (an SQLite file
+shared by both processes, RabbitMQ, ``http_basic`` authentication), builds the schema with
 ``ironic-alloc-dbsync``, starts an ``ironic-alloc-conductor`` process and an
 ``apache2`` of its own (own ServerRoot, port, pid file and logs in a
 temporary directory) whose virtual host is the shipped sample
@@ -167,11 +167,11 @@ def _service_account():
 class Deployment:
     """One Apache (API) and one conductor process sharing a database."""
 
-    def __init__(self, name, db_url=None):
+    def __init__(self, name):
         self.workdir = tempfile.mkdtemp(prefix='ironic-alloc-apache-%s-'
                                         % name, dir=mp._TMP_ROOT)
         self.user, self.group, self.uid, self.gid = _service_account()
-        self.db_url = db_url or 'sqlite:///%s' % os.path.join(
+        self.db_url = 'sqlite:///%s' % os.path.join(
             self.workdir, 'ironic-alloc.sqlite')
         self.port = None
         self.url = None
@@ -182,11 +182,10 @@ class Deployment:
         self.error_log = os.path.join(self.workdir, 'error.log')
         self.access_log = os.path.join(self.workdir, 'access.log')
         self.conductor_log = os.path.join(self.workdir, 'conductor.log')
-        self.api_log = os.path.join(self.workdir, 'api.log')
 
     # Files
 
-    def write_config(self, debug=False):
+    def write_config(self):
         import bcrypt
         with open(self.htpasswd, 'w') as f:
             f.write('%s:%s\n' % (USER, bcrypt.hashpw(
@@ -194,7 +193,6 @@ class Deployment:
         mp.Cluster._write(self.conf, {
             'DEFAULT': {'transport_url': mp.transport_url(),
                         'auth_strategy': 'http_basic',
-                        'debug': str(debug).lower(),
                         'host': 'apache-%s' % os.path.basename(
                             self.workdir)[-8:]},
             'database': {'connection': self.db_url},
@@ -205,7 +203,7 @@ class Deployment:
                           'workers_pool_size': '16'},
         })
 
-    def rebuild_schema(self):
+    def upgrade_schema(self):
         result = subprocess.run(
             [os.path.join(mp.BIN_DIR, 'ironic-alloc-dbsync'),
              '--config-file', self.conf, 'upgrade'],
@@ -279,7 +277,7 @@ class Deployment:
         venv = venv_dir()
         wsgi_dir = installed_wsgi_dir(venv)
         self.write_config()
-        self.rebuild_schema()
+        self.upgrade_schema()
         self.conductor = mp.Process(
             'conductor', [os.path.join(mp.BIN_DIR, 'ironic-alloc-conductor'),
                           '--config-file', self.conf,

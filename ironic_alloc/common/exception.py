@@ -96,6 +96,11 @@ class InvalidTrait(Invalid):
                 'most 255 characters long.')
 
 
+class NodeIsRetired(Invalid):
+    _msg_fmt = ('The %(op)s operation can not be performed on node '
+                '%(node)s as it is retired.')
+
+
 class NodeInMaintenance(Invalid):
     _msg_fmt = ('The %(op)s operation can\'t be performed on node '
                 '%(node)s because it\'s in maintenance mode.')

@@ -20,11 +20,35 @@ def check_update(node, changes):
             'Protection can only be set on nodes in provision state '
             '"active"; node %s is "%s".' % (node.uuid,
                                             node.provision_state))
+    _check_retired(node, changes)
     new_instance = changes.get('instance_uuid')
     if (new_instance and node.instance_uuid
             and new_instance != node.instance_uuid):
         raise exception.NodeAssociated(node=node.uuid,
                                        instance=node.instance_uuid)
+
+
+def _check_retired(node, changes):
+    """Ironic's rules for ``retired`` (API 1.61); unsetting ``retired``
+    also clears ``retired_reason`` in ``changes``.
+
+    :raises: InvalidState, InvalidParameterValue.
+    """
+    retired = changes.get('retired', node.retired)
+    if changes.get('retired_reason') and not retired:
+        raise exception.InvalidParameterValue(
+            err='retired_reason can only be set on a retired node.')
+    if 'retired' in changes:
+        if not retired:
+            changes['retired_reason'] = None
+        elif (not node.retired
+              and node.provision_state == states.AVAILABLE):
+            # NOTE: an available node could be allocated any moment: it
+            # is moved to manageable before it is retired.
+            raise exception.InvalidState(
+                'Node %s can not be retired in provision state "%s". Move '
+                'it to "%s" first.' % (node.uuid, states.AVAILABLE,
+                                       states.MANAGEABLE))
 
 
 def check_destroy(node):

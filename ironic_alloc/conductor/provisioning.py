@@ -23,7 +23,8 @@ _PROTECTED_FORBIDS = ('rebuild', 'undeploy')
 def plan_action(node, action):
     """Check an action against the node and return its Transition.
 
-    :raises: InvalidStateRequested, NodeInMaintenance, NodeProtected.
+    :raises: InvalidStateRequested, NodeInMaintenance, NodeProtected,
+        NodeIsRetired.
     """
     transition = states.PROVISION_ACTIONS.get((node.provision_state, action))
     if transition is None:
@@ -33,6 +34,14 @@ def plan_action(node, action):
         raise exception.NodeInMaintenance(op=action, node=node.uuid)
     if node.protected and action in _PROTECTED_FORBIDS:
         raise exception.NodeProtected(node=node.uuid)
+    if node.retired:
+        # NOTE: Ironic's retirement (API 1.61): a retired node is never
+        # made available again; tear-down ends in manageable.
+        if action == 'provide':
+            raise exception.NodeIsRetired(op=action, node=node.uuid)
+        if transition.success == states.AVAILABLE:
+            transition = transition._replace(target=states.MANAGEABLE,
+                                             success=states.MANAGEABLE)
     return transition
 
 
@@ -61,7 +70,7 @@ def finish_values(node, action, transition, on_state=None):
     elif action == 'undeploy':
         if on_state is not None:
             on_state({'provision_state': states.UNDEPLOY_CLEANING_STEP,
-                      'target_provision_state': states.AVAILABLE})
+                      'target_provision_state': transition.success})
             _pause()
         values.update(power_state=states.POWER_OFF, instance_uuid=None,
                       instance_info={})

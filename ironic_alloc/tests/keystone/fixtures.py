@@ -210,6 +210,9 @@ class Keystone:
                 'DEFAULT': {'log_file': os.path.join(self.workdir,
                                                      '%s.log' % name)},
                 'database': {'connection': 'sqlite:///%s' % self.database},
+                # NOTE: the cheapest bcrypt cost: every user and token
+                # made by the tests hashes or checks a password.
+                'identity': {'password_hash_rounds': '4'},
                 'token': {'provider': 'fernet',
                           'expiration': str(expiration)},
                 'fernet_tokens': {'key_repository': os.path.join(

@@ -24,6 +24,17 @@ def build_server():
 
 def main():
     service_utils.prepare_service()
+    workers = CONF.api.api_workers
+    if workers > 1:
+        # NOTE: bound here, before the fork, so every worker accepts on the
+        # same socket; the application is built in each worker.
+        server = wsgi_server.Server(None, CONF.api.host_ip, CONF.api.port)
+        LOG.info('ironic-alloc-api listening on http://%(host)s:%(port)s '
+                 'with %(workers)d worker processes',
+                 {'host': CONF.api.host_ip, 'port': server.port,
+                  'workers': workers})
+        wsgi_server.serve_in_processes(server, app.setup_app, workers)
+        return 0
     server = build_server()
     LOG.info('ironic-alloc-api listening on http://%(host)s:%(port)s',
              {'host': CONF.api.host_ip, 'port': server.port})

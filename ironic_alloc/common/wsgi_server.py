@@ -1,13 +1,17 @@
 """A small threaded WSGI server for development and the standalone mode.
 
 Built on the standard library (wsgiref + socketserver.ThreadingMixIn): one
-thread per request, no eventlet.  Production deployments run
+thread per request, no eventlet; optionally several worker processes
+sharing one listening socket.  Production deployments run
 ironic_alloc.wsgi.api:application under a real WSGI server instead.
 """
 
 import ipaddress
+import os
+import signal
 import socketserver
 import threading
+import time
 from wsgiref import simple_server
 
 from oslo_log import log
@@ -60,6 +64,10 @@ class Server:
                         'can create, change and delete nodes and '
                         'allocations.', {'host': self.host, 'port': self.port})
 
+    def set_app(self, app):
+        """Serve ``app`` (for a server built before its application)."""
+        self._server.set_app(app)
+
     @property
     def host(self):
         return self._server.server_address[0]
@@ -94,3 +102,92 @@ class Server:
         if self._thread is not None:
             self._thread.join()
             self._thread = None
+
+
+# NOTE: a worker that dies sooner than this after its start is replaced
+# only after a pause, so a worker that cannot start does not fork in a
+# tight loop.
+_RESPAWN_PAUSE = 1.0
+
+
+def serve_in_processes(server, make_app, workers):
+    """Serve with ``workers`` forked processes sharing ``server``'s socket.
+
+    Each worker builds its own application with ``make_app()`` after the
+    fork: database engines and RPC connections must never be shared
+    between processes.  This process only watches: a worker that dies is
+    replaced; SIGTERM or SIGINT stops every worker and returns.
+    """
+    children = {}
+    stopping = []
+
+    def spawn():
+        pid = os.fork()
+        if pid == 0:  # the worker
+            status = 1
+            try:
+                _run_worker(server, make_app)
+                status = 0
+            except BaseException:
+                LOG.exception('API worker %d failed', os.getpid())
+            finally:
+                os._exit(status)
+        children[pid] = time.monotonic()
+        LOG.info('Started API worker %d', pid)
+
+    def stop(signum, frame):
+        stopping.append(signum)
+        for pid in list(children):
+            _kill(pid, signal.SIGTERM)
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    for _ in range(workers):
+        spawn()
+    while children:
+        try:
+            pid, status = os.wait()
+        except ChildProcessError:
+            break
+        started = children.pop(pid, None)
+        if started is None or stopping:
+            continue
+        LOG.warning('API worker %(pid)d exited (%(status)s); starting '
+                    'another', {'pid': pid,
+                                'status': _describe_status(status)})
+        if time.monotonic() - started < _RESPAWN_PAUSE:
+            time.sleep(_RESPAWN_PAUSE)
+        if not stopping:
+            spawn()
+    server.stop()
+
+
+def _run_worker(server, make_app):
+    # NOTE: the parent's handlers would make this worker signal its own
+    # siblings; a worker stops the way the single-process server does.
+    stop_requested = threading.Event()
+
+    def stop(signum, frame):
+        if not stop_requested.is_set():
+            stop_requested.set()
+            # shutdown() waits for serve_forever() of this very thread:
+            # call it from another one.
+            threading.Thread(target=server.stop, daemon=True).start()
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    server.set_app(make_app())
+    server.serve_forever()
+
+
+def _kill(pid, signum):
+    try:
+        os.kill(pid, signum)
+    except ProcessLookupError:
+        pass
+
+
+def _describe_status(status):
+    if os.WIFSIGNALED(status):
+        return 'killed by signal %d' % os.WTERMSIG(status)
+    return 'exit status %d' % os.WEXITSTATUS(status)

@@ -23,9 +23,11 @@ api_opts = [
     cfg.IntOpt('api_workers',
                default=1,
                min=1,
-               help='Number of worker threads of the development API '
-                    'server. Under mod_wsgi or uWSGI the web server '
-                    'decides.'),
+               help='Number of processes of ironic-alloc-api serving '
+                    'the API on [api]host_ip:[api]port (each runs a thread '
+                    'per request); a worker that dies is replaced. The '
+                    'all-in-one ironic-alloc always runs one. Under '
+                    'mod_wsgi or uWSGI the web server decides.'),
     cfg.BoolOpt('debug_tracebacks_in_api',
                 default=False,
                 help='Return server tracebacks in the debuginfo field of '

@@ -50,6 +50,11 @@ def _json_safe(value):
     return True
 
 
+class ConfigInvalid(IronicAllocException):
+    """The configuration prevents the service from starting."""
+    _msg_fmt = 'Invalid configuration: %(error_msg)s'
+
+
 # 400 family
 
 class Invalid(IronicAllocException):

@@ -46,6 +46,29 @@ def is_loopback(host):
         return host == 'localhost'
 
 
+def warn_if_exposed(host, port):
+    """Warn when the API is open, or its credentials readable, to others.
+
+    This server speaks plain HTTP only, so beyond loopback a noauth API is
+    open to anyone who can reach it, and the tokens or passwords of
+    keystone and http_basic travel in clear text.
+    """
+    if is_loopback(host):
+        return
+    values = {'host': host, 'port': port, 'strategy': CONF.auth_strategy}
+    if CONF.auth_strategy == 'noauth':
+        LOG.warning('auth_strategy noauth and the API listens on '
+                    '%(host)s:%(port)s: anyone who can reach %(host)s '
+                    'can create, change and delete nodes and '
+                    'allocations.', values)
+    else:
+        LOG.warning('auth_strategy %(strategy)s and the API listens on '
+                    '%(host)s:%(port)s over plain HTTP: credentials '
+                    '(tokens, passwords) travel in clear text. Terminate '
+                    'TLS in front of it (Apache, a load balancer) and '
+                    'listen on loopback.', values)
+
+
 class Server:
     """Serve one WSGI application on ``host``:``port``.
 
@@ -58,11 +81,7 @@ class Server:
             handler_class=_QuietHandler)
         self._thread = None
         self._serving = threading.Event()
-        if CONF.auth_strategy == 'noauth' and not is_loopback(self.host):
-            LOG.warning('auth_strategy noauth and the API listens on '
-                        '%(host)s:%(port)s: anyone who can reach %(host)s '
-                        'can create, change and delete nodes and '
-                        'allocations.', {'host': self.host, 'port': self.port})
+        warn_if_exposed(self.host, self.port)
 
     def set_app(self, app):
         """Serve ``app`` (for a server built before its application)."""

@@ -28,6 +28,15 @@ service_opts = [
                         ('http_basic', 'HTTP basic authentication against '
                                        'an htpasswd file.')],
                help='Authentication strategy of the API.'),
+    cfg.StrOpt('http_basic_auth_user_file',
+               default='/etc/ironic-alloc/htpasswd',
+               deprecated_opts=[cfg.DeprecatedOpt(
+                   'http_basic_auth_user_file', group='oslo_middleware')],
+               help='Apache-style htpasswd file of the API users when '
+                    'auth_strategy is http_basic: one "user:hash" line '
+                    'each, bcrypt hashes only (htpasswd -B). The file is '
+                    're-read when it changes; the service does not start '
+                    'when it is missing, unreadable or malformed.'),
     cfg.StrOpt('rpc_transport',
                default='oslo',
                choices=[('oslo', 'oslo.messaging with the transport given '

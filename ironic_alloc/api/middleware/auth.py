@@ -2,14 +2,16 @@
 
 * ``noauth``: none; every request is allowed.
 * ``keystone``: keystonemiddleware's auth_token ([keystone_authtoken]).
-* ``http_basic``: oslo.middleware's basic auth against the htpasswd
-  (bcrypt) file [oslo_middleware]http_basic_auth_user_file.
+* ``http_basic``: basic_auth.BasicAuthMiddleware against the htpasswd
+  (bcrypt) file [DEFAULT]http_basic_auth_user_file.
 
 The version discovery documents (GET / and GET /v1) stay public, as in
 Ironic, so clients can negotiate before authenticating.
 """
 
 from oslo_log import log
+
+from ironic_alloc.api.middleware import basic_auth
 
 LOG = log.getLogger(__name__)
 
@@ -42,6 +44,6 @@ def wrap(app, conf):
         authenticated = auth_token.AuthProtocol(
             app, {'oslo_config_config': conf})
     else:
-        from oslo_middleware import basic_auth
-        authenticated = basic_auth.BasicAuthMiddleware(app)
+        authenticated = basic_auth.BasicAuthMiddleware(
+            app, conf.http_basic_auth_user_file)
     return PublicRoutes(app, authenticated)

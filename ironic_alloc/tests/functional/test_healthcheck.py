@@ -82,9 +82,8 @@ class TestHealthcheck(_AppTestCase):
         with open(users, 'w') as f:
             f.write('admin:%s\n' % bcrypt.hashpw(
                 b'secret', bcrypt.gensalt(4)).decode())
-        self.config(auth_strategy='http_basic')
-        self.config(http_basic_auth_user_file=users,
-                    group='oslo_middleware')
+        self.config(auth_strategy='http_basic',
+                    http_basic_auth_user_file=users)
         app = self._app()
         self.assertEqual(401, app.get('/v1/nodes',
                                       expect_errors=True).status_int)

@@ -74,7 +74,8 @@ class TestApiServer(base.DbTestCase):
 
 
 class TestNoauthWarning(base.TestCase):
-    """A warning when an unauthenticated API listens beyond loopback."""
+    """Warnings when the API listens beyond loopback: without
+    authentication, or with credentials in clear text."""
 
     def _serve(self, host):
         logger = self.useFixture(fixtures.FakeLogger(
@@ -95,8 +96,19 @@ class TestNoauthWarning(base.TestCase):
         self.assertEqual('', self._serve('127.0.0.1'))
 
     def test_authenticated_on_all_addresses(self):
-        self.config(auth_strategy='keystone')
-        self.assertEqual('', self._serve('0.0.0.0'))
+        for strategy in ('keystone', 'http_basic'):
+            self.config(auth_strategy=strategy)
+            output = self._serve('0.0.0.0')
+            self.assertIn('auth_strategy %s and the API listens on 0.0.0.0:'
+                          % strategy, output)
+            self.assertIn('over plain HTTP: credentials (tokens, passwords) '
+                          'travel in clear text', output)
+            self.assertNotIn('anyone who can reach', output)
+
+    def test_authenticated_on_loopback(self):
+        for strategy in ('keystone', 'http_basic'):
+            self.config(auth_strategy=strategy)
+            self.assertEqual('', self._serve('127.0.0.2'))
 
     def test_is_loopback(self):
         for host in ('127.0.0.1', '127.1.2.3', '::1', 'localhost'):

@@ -350,5 +350,6 @@ class TestFuzz(base.DbTestCase):
         self.assertEqual([], problems[:3], 'IRONIC_ALLOC_FUZZ_SEED=%s replays '
                          'this run' % seed)
         # NOTE: Hypothesis stops early only when it runs out of distinct
-        # inputs, which st.data() never does.
-        self.assertEqual(ROUNDS, len(rounds))
+        # inputs, which st.data() never does; it may run a few more
+        # examples than asked (those it discards are not counted).
+        self.assertGreaterEqual(len(rounds), ROUNDS)

@@ -59,6 +59,14 @@ api_opts = [
                help='Most traits a node may have and an allocation may '
                     'request (Ironic allows 50 per node); more is '
                     'refused with 400.'),
+    cfg.BoolOpt('project_admin_can_manage_own_nodes',
+                default=True,
+                help='Let project-scoped admins enroll nodes owned by '
+                     'their project and delete the nodes their project '
+                     'owns (policy rules baremetal:node:create:'
+                     'self_owned_node and baremetal:node:delete:'
+                     'self_owned_node), as Ironic does. Only with '
+                     '[DEFAULT]auth_strategy = keystone.'),
     cfg.IntOpt('max_candidate_nodes',
                default=1000,
                min=1,

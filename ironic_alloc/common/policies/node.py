@@ -27,6 +27,10 @@ def _patch(field, check_str, what):
 rules = [
     _rule('baremetal:node:create', 'rule:system_admin',
           'Enroll a node.', [('POST', '/nodes')]),
+    _rule('baremetal:node:create:self_owned_node', 'role:admin',
+          'Enroll a node owned by the caller\'s project (with '
+          '[api]project_admin_can_manage_own_nodes).',
+          [('POST', '/nodes')]),
     _rule('baremetal:node:list', 'rule:project_reader',
           'List the nodes the caller\'s project owns or leases.',
           [('GET', '/nodes'), ('GET', '/nodes/detail')]),
@@ -84,6 +88,10 @@ rules = [
           'Set automated_clean to false.', [('PATCH', NODE)]),
     _rule('baremetal:node:delete', 'rule:system_admin',
           'Delete a node.', [('DELETE', NODE)]),
+    _rule('baremetal:node:delete:self_owned_node', 'rule:node_owner_admin',
+          'Delete a node the caller\'s project owns (with '
+          '[api]project_admin_can_manage_own_nodes).',
+          [('DELETE', NODE)]),
     _rule('baremetal:node:validate',
           base.SYSTEM_OR_OWNER_MEMBER_OR_LESSEE_ADMIN,
           'Validate the interfaces of a node.',

@@ -207,10 +207,12 @@ MATRIX = [
      '200 200 200  200 200 200  200 200 200  200 200 200'),
     ('node_get', 'GET', N, None,
      '200 200 200  200 200 200  200 200 200  404 404 404'),
+    # A project admin enrolls nodes owned by its project and deletes
+    # those its project owns ([api]project_admin_can_manage_own_nodes).
     ('node_create', 'POST', '/v1/nodes', NEW_NODE,
-     '201 403 403  403 403 403  403 403 403  403 403 403'),
+     '201 403 403  201 403 403  201 403 403  201 403 403'),
     ('node_delete', 'DELETE', N, None,
-     '204 403 403  403 403 403  403 403 403  404 404 404'),
+     '204 403 403  204 403 403  403 403 403  404 404 404'),
     ('node_update_extra', 'PATCH', N, _patch('/extra/k', 'v', 'add'),
      '200 200 403  200 200 403  200 200 403  404 404 404'),
     ('node_update_generic', 'PATCH', N, _patch('/description', 'd'),

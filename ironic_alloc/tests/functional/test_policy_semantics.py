@@ -131,6 +131,35 @@ class VisibilityTestCase(matrix.PolicyAppTestCase):
         self.assertEqual(LESSEE, response.json['owner'])
 
 
+class SelfOwnedNodesTestCase(matrix.PolicyAppTestCase):
+    """[api]project_admin_can_manage_own_nodes, as in Ironic."""
+
+    def test_project_admin_enrolls_nodes_owned_by_its_project(self):
+        response = self.request('other_admin', 'POST', '/v1/nodes',
+                                matrix.NEW_NODE)
+        self.assertEqual(201, response.status_int, response.text)
+        self.assertEqual(OTHER, response.json['owner'])
+        response = self.request('other_admin', 'POST', '/v1/nodes',
+                                dict(matrix.NEW_NODE, owner=OWNER))
+        self.assertEqual(400, response.status_int)
+        # A system admin enrolls nodes for anyone, or no one.
+        response = self.request('system_admin', 'POST', '/v1/nodes',
+                                dict(matrix.NEW_NODE, owner=OWNER))
+        self.assertEqual(OWNER, response.json['owner'])
+
+    def test_turned_off(self):
+        self.config(project_admin_can_manage_own_nodes=False, group='api')
+        response = self.request('other_admin', 'POST', '/v1/nodes',
+                                matrix.NEW_NODE)
+        self.assertEqual(403, response.status_int)
+        self.assertIn('baremetal:node:create', _fault(response))
+        node = utils.make_available_node(self.context, owner=OTHER)
+        response = self.request('other_admin', 'DELETE',
+                                '/v1/nodes/' + node.uuid)
+        self.assertEqual(403, response.status_int)
+        self.assertIn('baremetal:node:delete', _fault(response))
+
+
 class NoAuthTestCase(matrix.PolicyAppTestCase):
     """noauth: every caller is an administrator; headers are not trusted
     either way, and secrets stay masked."""

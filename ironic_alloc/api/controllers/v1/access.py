@@ -35,6 +35,12 @@ def authorize(rule):
     policy.authorize(rule, context.to_policy_values(), context)
 
 
+def caller_allowed(rule):
+    """Whether a rule about the caller only allows it (no exception)."""
+    context = _context()
+    return policy.check(rule, context.to_policy_values(), context)
+
+
 def project_caller():
     """The caller's project when it acts as a project, else None."""
     return policy.project_of(_context())
@@ -50,6 +56,12 @@ def check_node_visible(node, ident):
     if context.project_id and context.system_scope != 'all':
         raise exception.NodeNotFound(node=ident)
     raise exception.HTTPForbidden(resource=rule)
+
+
+def node_allowed(rule, node):
+    """Whether ``rule`` allows the caller on ``node`` (no exception)."""
+    context = _context()
+    return policy.check(rule, policy.node_target(context, node), context)
 
 
 def authorize_node(rule, node):

@@ -30,6 +30,7 @@ from ironic_alloc.api import expose
 from ironic_alloc.common import exception
 from ironic_alloc.common.policies import node as node_policies
 from ironic_alloc.common import states
+from ironic_alloc.conf import CONF
 from ironic_alloc import objects
 from ironic_alloc.objects import node as node_obj
 
@@ -539,12 +540,14 @@ class NodesController(rest.RestController):
     @expose.expose(Node, body=Node, status_code=201)
     def post(self, node):
         """Create a node (in 'enroll' at 1.11+, 'available' before)."""
-        access.authorize('baremetal:node:create')
         given = node.as_dict()
+        owner = _owner_of_new_node(given.get('owner'))
         # NOTE: an empty conductor_group is the default, as in Ironic.
         utils.reject_fields_in_newer_versions(
             f for f, v in given.items()
             if v is not None and not (f == 'conductor_group' and v == ''))
+        if owner is not None:
+            given['owner'] = owner
         if 'protected' in given or 'protected_reason' in given:
             raise exception.Invalid(
                 'Cannot specify protected or protected_reason on node '
@@ -610,7 +613,12 @@ class NodesController(rest.RestController):
     @expose.expose(None, types.uuid_or_name, status_code=204)
     def delete(self, node_ident):
         """Delete a node (through its conductor)."""
-        rpc_node = utils.get_node(node_ident, 'baremetal:node:delete')
+        rpc_node = utils.get_node(node_ident)
+        if not (access.node_allowed('baremetal:node:delete', rpc_node) or (
+                CONF.api.project_admin_can_manage_own_nodes
+                and access.node_allowed(
+                    'baremetal:node:delete:self_owned_node', rpc_node))):
+            raise exception.HTTPForbidden(resource='baremetal:node:delete')
         api.request.rpcapi.destroy_node(api.request.context, rpc_node.id,
                                         utils.conductor_host(rpc_node))
 
@@ -662,6 +670,31 @@ def _check_patch(patch, reset_interfaces):
         raise exception.Invalid(
             "The reset_interfaces parameter can only be used when changing "
             "the node's driver.")
+
+
+def _owner_of_new_node(owner):
+    """Authorize enrolling a node; the owner it gets.
+
+    baremetal:node:create allows any owner.  Failing that, with
+    [api]project_admin_can_manage_own_nodes, a project caller allowed
+    baremetal:node:create:self_owned_node enrolls a node owned by its
+    project, as in Ironic.
+
+    :raises: HTTPForbidden (403) naming baremetal:node:create, Invalid
+        (400) for a project admin naming another owner.
+    """
+    if access.caller_allowed('baremetal:node:create'):
+        return owner
+    project = access.project_caller()
+    if not (project and CONF.api.project_admin_can_manage_own_nodes
+            and access.caller_allowed(
+                'baremetal:node:create:self_owned_node')):
+        raise exception.HTTPForbidden(resource='baremetal:node:create')
+    if owner is not None and owner != project:
+        raise exception.Invalid(
+            'Cannot create a node as a project scoped admin with an owner '
+            'other than your own project.')
+    return project
 
 
 def _patch_rules(patch):

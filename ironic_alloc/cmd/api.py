@@ -9,6 +9,8 @@ import sys
 from oslo_log import log
 
 from ironic_alloc.api import app
+from ironic_alloc.api.middleware import auth
+from ironic_alloc.common import exception
 from ironic_alloc.common import service as service_utils
 from ironic_alloc.common import wsgi_server
 from ironic_alloc.conf import CONF
@@ -24,6 +26,10 @@ def build_server():
 
 def main():
     service_utils.prepare_service()
+    try:
+        auth.check_config(CONF)
+    except exception.ConfigInvalid as exc:
+        raise SystemExit(str(exc))
     workers = CONF.api.api_workers
     if workers > 1:
         # NOTE: bound here, before the fork, so every worker accepts on the

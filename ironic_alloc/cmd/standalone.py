@@ -10,6 +10,8 @@ import sys
 from oslo_log import log
 
 from ironic_alloc.api import app
+from ironic_alloc.api.middleware import auth
+from ironic_alloc.common import exception
 from ironic_alloc.common import service as service_utils
 from ironic_alloc.common import wsgi_server
 from ironic_alloc.conductor import service
@@ -24,6 +26,10 @@ def main():
     # RabbitMQ shared with separate conductors) still wins.
     CONF.set_default('transport_url', 'fake://')
     service_utils.prepare_service()
+    try:
+        auth.check_config(CONF)
+    except exception.ConfigInvalid as exc:
+        raise SystemExit(str(exc))
     # NOTE: the embedded mode owns its database: bring the schema up to
     # date so that one command is enough.
     migration.upgrade('head')

@@ -32,6 +32,14 @@ class PublicRoutes:
         return self.authenticated_app(environ, start_response)
 
 
+def check_config(conf):
+    """Raise ConfigInvalid when the strategy cannot work, before the
+    service binds its port: for http_basic, a user file that is missing,
+    unreadable or malformed."""
+    if conf.auth_strategy == 'http_basic':
+        basic_auth.UserFile(conf.http_basic_auth_user_file)
+
+
 def wrap(app, conf):
     """``app`` behind the authentication of ``conf.auth_strategy``."""
     strategy = conf.auth_strategy

@@ -6,6 +6,8 @@ import http.client
 import json
 import logging
 import os
+import subprocess
+import sys
 
 import bcrypt
 import fixtures
@@ -192,6 +194,26 @@ class TestUserFileAtStartUp(base.TestCase):
         with open(path, 'w') as f:
             f.write('just-a-name\n')
         self.assertIn('line 1 is not "user:hash"', self._start_error(path))
+
+    def test_commands_refuse_to_start(self):
+        path = os.path.join(self.dir, 'missing-htpasswd')
+        conf_file = os.path.join(self.dir, 'ironic-alloc.conf')
+        with open(conf_file, 'w') as f:
+            f.write('[DEFAULT]\nauth_strategy = http_basic\n'
+                    'http_basic_auth_user_file = %s\n'
+                    'state_path = %s\n[api]\nhost_ip = 127.0.0.1\n'
+                    'port = 0\n' % (path, self.dir))
+        for command in ('ironic-alloc-api', 'ironic-alloc'):
+            result = subprocess.run(
+                [os.path.join(os.path.dirname(sys.executable), command),
+                 '--config-file', conf_file],
+                capture_output=True, text=True, timeout=60,
+                stdin=subprocess.DEVNULL)
+            self.assertEqual(1, result.returncode, result.stderr)
+            self.assertIn('Invalid configuration: [DEFAULT]http_basic_auth_'
+                          'user_file %s: [Errno 2] No such file or directory'
+                          % path, result.stderr)
+            self.assertNotIn('Traceback', result.stderr)
 
     def test_deprecated_option_group_still_read(self):
         # Files written for earlier releases name the option in

@@ -70,6 +70,13 @@ class VisibilityTestCase(matrix.PolicyAppTestCase):
         self.assertEqual('img', node['instance_info']['image_source'])
         self.assertEqual('failed on conductor-7.internal',
                          node['last_error'])
+        for path in ('/v1/nodes/owned?fields=driver_info,uuid',
+                     '/v1/nodes?fields=driver_info,name&owner=' + OWNER):
+            response = self.request('system_admin', 'GET', path).json
+            info = response.get('driver_info') or [
+                n for n in response['nodes']
+                if n['name'] == 'owned'][0]['driver_info']
+            self.assertEqual('******', info['ipmi_password'], path)
         # The owner sees its own node's details (secrets still masked).
         node = self.request('owner_reader', 'GET', '/v1/nodes/owned').json
         self.assertEqual('******', node['driver_info']['ipmi_password'])

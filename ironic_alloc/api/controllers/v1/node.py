@@ -288,7 +288,7 @@ def convert_with_links(rpc_node, fields=None, preloaded=None, masks=None):
     if preloaded is None:
         preloaded = preload([rpc_node], fields)
     values = _object_to_wire_dict(rpc_node)
-    (masks or access.NodeMasks()).apply(values, rpc_node)
+    (masks or access.NodeMasks()).apply(values, rpc_node, fields)
     values.update(api_only_fields(rpc_node, fields, preloaded))
     values['provision_state'] = utils.shown_provision_state(
         values['provision_state'])

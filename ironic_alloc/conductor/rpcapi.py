@@ -208,7 +208,7 @@ class ConductorAPI:
         """Start a power action; it finishes asynchronously.
 
         :param timeout: seconds the action may take before it fails; None
-            for the conductor's own bound.  Dropped (with a warning) while
+            for no bound.  Dropped (with a warning) while
             pinned to a release older than RPC 1.1, whose conductors do
             not know it.
         :raises: NodeLocked, InvalidParameterValue, NoFreeConductorWorker,

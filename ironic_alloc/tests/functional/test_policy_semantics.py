@@ -283,6 +283,19 @@ class AllocationOwnershipTestCase(matrix.PolicyAppTestCase):
         self.assertIn(OTHER, (node.owner, node.lessee))
         self.assertTrue(node.name.startswith('other-'))
 
+    def test_backfill_only_on_the_projects_nodes(self):
+        leased = utils.make_node(self.context, name='leased', owner=OTHER,
+                                 lessee=LESSEE,
+                                 provision_state=states.ACTIVE)
+        utils.make_node(self.context, name='foreign', owner=OTHER,
+                        provision_state=states.ACTIVE)
+        response = self.post('lessee_member', node='foreign')
+        self.assertEqual(400, response.status_int, response.text)
+        response = self.post('lessee_member', node='leased')
+        self.assertEqual(201, response.status_int, response.text)
+        self.assertEqual(LESSEE, response.json['owner'])
+        self.assertEqual(leased.uuid, response.json['node_uuid'])
+
     def test_project_sees_its_allocation_of_another_projects_node(self):
         utils.make_available_node(self.context, name='leased', owner=OTHER,
                                   lessee=LESSEE)

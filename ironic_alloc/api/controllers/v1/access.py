@@ -53,7 +53,7 @@ def check_node_visible(node, ident):
     rule = 'baremetal:node:get'
     if policy.check(rule, policy.node_target(context, node), context):
         return
-    if context.project_id and context.system_scope != 'all':
+    if project_caller() is not None:
         raise exception.NodeNotFound(node=ident)
     raise exception.HTTPForbidden(resource=rule)
 

@@ -147,9 +147,10 @@ class PolicyAppTestCase(base.DbTestCase):
 
         ``node``: available, owned by OWNER, leased by LESSEE, trait
         CUSTOM_A.  ``alloc_node``: the same, holding allocation
-        ``alloc`` owned by LESSEE.  Both of resource class gold; the
-        allocations created by the matrix ask for silver, so the
-        conductor never hands these nodes out behind the test's back.
+        ``alloc`` owned by LESSEE; ``instance``: a new UUID.  Both nodes
+        are of resource class gold; the allocations created by the
+        matrix ask for silver, so the conductor never hands these nodes
+        out behind the test's back.
         """
         suffix = uuidutils.generate_uuid()[:8]
         node = utils.make_available_node(
@@ -168,7 +169,8 @@ class PolicyAppTestCase(base.DbTestCase):
         alloc_node.instance_uuid = alloc.uuid
         alloc_node.save()
         return {'node': node.uuid, 'alloc_node': alloc_node.uuid,
-                'alloc': alloc.uuid}
+                'alloc': alloc.uuid,
+                'instance': uuidutils.generate_uuid()}
 
 
 def _codes(row):
@@ -232,6 +234,15 @@ MATRIX = [
      '200 200 403  200 200 403  403 403 403  404 404 404'),
     ('node_update_owner', 'PATCH', N, _patch('/owner', OTHER),
      '200 200 403  403 403 403  403 403 403  404 404 404'),
+    ('node_update_instance_uuid', 'PATCH', N,
+     _patch('/instance_uuid', '{instance}', 'add'),
+     '200 200 403  200 200 403  403 403 403  404 404 404'),
+    ('node_update_network_data', 'PATCH', N,
+     _patch('/network_data', {'links': []}),
+     '200 200 403  200 200 403  403 403 403  404 404 404'),
+    # NOTE: retiring needs a manageable node; false is the same rule.
+    ('node_update_retired', 'PATCH', N, _patch('/retired', False),
+     '200 200 403  200 200 403  403 403 403  404 404 404'),
     ('node_update_conductor_group', 'PATCH', N,
      _patch('/conductor_group', ''),
      '200 200 403  403 403 403  403 403 403  404 404 404'),
@@ -254,6 +265,11 @@ MATRIX = [
      '202 202 403  202 202 403  202 403 403  404 404 404'),
     ('node_clear_maintenance', 'DELETE', N + '/maintenance', None,
      '202 202 403  202 202 403  202 403 403  404 404 404'),
+    ('node_validate_by_query', 'GET', '/v1/nodes/validate?node={node}',
+     None,
+     '200 200 403  200 200 403  200 403 403  404 404 404'),
+    ('node_ports_list', 'GET', N + '/ports', None,
+     '200 200 200  200 200 200  200 200 200  404 404 404'),
     ('node_traits_list', 'GET', N + '/traits', None,
      '200 200 200  200 200 200  200 200 200  404 404 404'),
     ('node_traits_add', 'PUT', N + '/traits/CUSTOM_B', None,

@@ -32,6 +32,15 @@ def from_request_environ(environ):
             global_request_id=environ.get('openstack.global_request_id'))
     ctx = RequestContext.from_environ(environ)
     ctx.is_admin = False
+    # NOTE: keystonemiddleware (13.0) writes OpenStack-System-Scope for a
+    # service token (X-Service-Token) too, over the user token's, so a
+    # system-scoped user calling through another service would lose its
+    # scope: take the scope from the validated user token itself.
+    token_auth = environ.get('keystone.token_auth')
+    user_token = getattr(token_auth, 'user', None)
+    if user_token is not None:
+        ctx.system_scope = ('all' if user_token.system_scoped
+                            and user_token.system.get('all') else None)
     return ctx
 
 

@@ -398,6 +398,17 @@ class Identities:
             self._tokens[key] = auth.get_token(ks_session.Session())
         return self._tokens[key]
 
+    def service_token(self):
+        """A token of the service user (role "service"), as another
+        OpenStack service sends it in X-Service-Token."""
+        auth = v3.Password(auth_url=self.keystone.url,
+                           username=SERVICE_USER,
+                           password=self.service_password,
+                           user_domain_name=DOMAIN,
+                           project_name=SERVICE_PROJECT,
+                           project_domain_name=DOMAIN)
+        return auth.get_token(ks_session.Session())
+
     def access(self, role, scope='project', project='owner'):
         """keystoneauth1's AccessInfo of a fresh token (ids, roles...)."""
         auth = self._auth(role, scope, project)

@@ -53,3 +53,24 @@ class TestAuthToken(base.KeystoneTestCase):
             headers={'X-Roles': 'admin', 'OpenStack-System-Scope': 'all',
                      'X-Project-Id': self.identities.project_ids['owner']})
         self.assertStatus(403, resp)
+
+    def test_service_token_with_the_service_role(self):
+        token = self.identities.token('reader', 'system')
+        resp = self.request('GET', '/v1/nodes', token, headers={
+            'X-Service-Token': self.identities.service_token()})
+        self.assertStatus(200, resp)
+
+    def test_service_token_without_the_service_role(self):
+        # [keystone_authtoken]service_token_roles_required: a valid token
+        # without the "service" role is no service token.
+        token = self.identities.token('reader', 'system')
+        resp = self.request('GET', '/v1/nodes', token, headers={
+            'X-Service-Token': self.identities.token('admin', 'project',
+                                                     'other')})
+        self.assertStatus(401, resp)
+
+    def test_garbage_service_token(self):
+        token = self.identities.token('reader', 'system')
+        resp = self.request('GET', '/v1/nodes', token,
+                            headers={'X-Service-Token': 'not-a-token'})
+        self.assertStatus(401, resp)

@@ -16,7 +16,10 @@ Both ways, against the real app over a real socket:
 """
 
 import jsonschema
+from wsme import types as wtypes
 
+from ironic_alloc.api.controllers.v1 import allocation
+from ironic_alloc.api.controllers.v1 import node
 from ironic_alloc.api.controllers.v1 import versions
 from ironic_alloc.tests import base
 from ironic_alloc.tests.functional import openapi
@@ -55,6 +58,20 @@ class TestOpenAPIDocument(base.TestCase):
             item = self.doc['paths'][op.path][op.method.lower()]
             self.assertTrue(item.get('responses'), op)
         self.assertEqual(len(ids), len(set(ids)), 'duplicate operationId')
+
+    def _writable(self, api_type):
+        return {a.name for a in wtypes.list_attributes(api_type)
+                if not getattr(a, 'readonly', False)}
+
+    def test_create_bodies_match_the_api_types(self):
+        schemas = self.doc['components']['schemas']
+        # NOTE: protected and protected_reason are refused on creation
+        # (400): only PATCH sets them.
+        self.assertEqual(
+            self._writable(node.Node) - {'protected', 'protected_reason'},
+            set(schemas['NodeCreate']['properties']))
+        self.assertEqual(self._writable(allocation.Allocation),
+                         set(schemas['AllocationCreate']['properties']))
 
     def test_schemas_are_valid_json_schema(self):
         schemas = openapi.resolve(self.doc, self.doc['components'])

@@ -259,3 +259,31 @@ class MessageBrokerUnreachable(TemporaryFailure):
 
 class DatabaseUnavailable(TemporaryFailure):
     _msg_fmt = 'The database is unavailable: %(reason)s'
+
+
+class PlacementUnavailable(TemporaryFailure):
+    _msg_fmt = 'Placement is unavailable: %(reason)s'
+
+
+class PlacementRequestFailed(TemporaryFailure):
+    # NOTE: an answer Placement was not expected to give (a 400 for a
+    # request we built, a 5xx): ours to report, the caller's to retry.
+    _msg_fmt = ('Placement answered %(method)s %(path)s with %(status)s: '
+                '%(detail)s')
+
+
+class PlacementConflict(Conflict):
+    """A 409 from Placement; ``error_code`` is its machine-readable code
+    (``placement.concurrent_update``...), or None."""
+    _msg_fmt = ('Placement refused %(method)s %(path)s (%(error_code)s): '
+                '%(detail)s')
+
+    @property
+    def error_code(self):
+        return self.kwargs.get('error_code')
+
+
+class ResourceClassCollision(Conflict):
+    _msg_fmt = ('Resource classes %(names)s all become the Placement class '
+                '%(placement_class)s; nodes %(nodes)s are not synchronised '
+                'until all but one are renamed.')

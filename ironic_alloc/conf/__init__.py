@@ -6,6 +6,7 @@ from ironic_alloc.conf import api
 from ironic_alloc.conf import conductor
 from ironic_alloc.conf import database
 from ironic_alloc.conf import default
+from ironic_alloc.conf import placement
 from ironic_alloc.conf import policy
 
 CONF = cfg.CONF
@@ -14,4 +15,5 @@ api.register_opts(CONF)
 conductor.register_opts(CONF)
 database.register_opts(CONF)
 default.register_opts(CONF)
+placement.register_opts(CONF)
 policy.register_opts(CONF)

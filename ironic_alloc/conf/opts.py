@@ -9,6 +9,7 @@ from ironic_alloc.conf import api
 from ironic_alloc.conf import conductor
 from ironic_alloc.conf import database
 from ironic_alloc.conf import default
+from ironic_alloc.conf import placement
 from ironic_alloc.conf import policy
 
 _opts = [
@@ -16,6 +17,7 @@ _opts = [
     ('api', api.api_opts),
     ('conductor', conductor.conductor_opts),
     ('database', database.sqlite_opts),
+    (placement.GROUP, placement.list_opts()),
 ]
 
 

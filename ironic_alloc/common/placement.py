@@ -1,0 +1,143 @@
+"""A small client of the OpenStack Placement API.
+
+keystoneauth1 carries the requests (the [placement] options: auth plugin,
+session timeouts and TLS, adapter endpoint and retries), every request
+asks for one microversion, and Placement's answers become exceptions of
+``ironic_alloc.common.exception``:
+
+* no answer (refused connection, timeout, no endpoint, auth failure):
+  ``PlacementUnavailable``;
+* 409: ``PlacementConflict`` with Placement's error code;
+* any other status the caller did not expect: ``PlacementRequestFailed``.
+
+``retry_concurrent_update`` runs a read-modify-write step again when
+Placement refuses it because the provider's generation moved on.
+"""
+
+from keystoneauth1 import exceptions as ks_exceptions
+from keystoneauth1 import loading as ks_loading
+from oslo_log import log
+
+from ironic_alloc.common import exception
+from ironic_alloc.conf import CONF
+from ironic_alloc.conf import placement as placement_conf
+
+LOG = log.getLogger(__name__)
+
+# 1.39: any-of traits in queries; it also brings forbidden traits (1.22),
+# reserved equal to total (1.26), consumer generations (1.28) and
+# consumer types (1.38).
+MICROVERSION = '1.39'
+
+CONCURRENT_UPDATE = 'placement.concurrent_update'
+# How many times a step refused with CONCURRENT_UPDATE is tried in all.
+# Each refusal means another writer changed the provider in between, so
+# the bound is only reached under a stream of writers to one provider.
+CONCURRENT_UPDATE_ATTEMPTS = 10
+
+
+def _error_of(response):
+    """(code, detail) of Placement's error document, when it is one."""
+    try:
+        error = response.json()['errors'][0]
+    except (ValueError, KeyError, IndexError, TypeError):
+        return None, response.text[:500]
+    # NOTE: Placement's details carry the HTML-ish layout of webob.
+    detail = error.get('detail') or error.get('title') or ''
+    return error.get('code'), ' '.join(str(detail).split())
+
+
+class PlacementClient:
+    """Placement's HTTP API, as used by the resource provider sync.
+
+    :param conf: the oslo.config object holding the [placement] group.
+    """
+
+    def __init__(self, conf=CONF):
+        group = placement_conf.GROUP
+        try:
+            auth = ks_loading.load_auth_from_conf_options(conf, group)
+            session = ks_loading.load_session_from_conf_options(
+                conf, group, auth=auth)
+            self._adapter = ks_loading.load_adapter_from_conf_options(
+                conf, group, session=session, auth=auth,
+                default_microversion=MICROVERSION, raise_exc=False)
+        except ks_exceptions.ClientException as exc:
+            # NOTE: e.g. auth_type names no installed plugin.
+            raise exception.ConfigInvalid(
+                error_msg='[placement]: %s' % exc)
+
+    def request(self, method, path, body=None, expected=(200,)):
+        """Send one request; return the response when its status is in
+        ``expected``.
+
+        :raises: PlacementUnavailable, PlacementConflict,
+            PlacementRequestFailed.
+        """
+        kwargs = {}
+        if body is not None:
+            kwargs['json'] = body
+        try:
+            response = self._adapter.request(path, method, **kwargs)
+        except ks_exceptions.ClientException as exc:
+            LOG.warning('Placement request %(method)s %(path)s failed: '
+                        '%(exc)s', {'method': method, 'path': path,
+                                    'exc': exc})
+            raise exception.PlacementUnavailable(
+                reason='%s %s: %s' % (method, path, exc))
+        if response.status_code in expected:
+            return response
+        code, detail = _error_of(response)
+        if response.status_code == 409:
+            raise exception.PlacementConflict(
+                method=method, path=path, error_code=code, detail=detail)
+        raise exception.PlacementRequestFailed(
+            method=method, path=path, status=response.status_code,
+            detail=detail)
+
+    def get(self, path, expected=(200,)):
+        """The decoded body of a GET, or None for an expected 404."""
+        response = self.request('GET', path, expected=expected)
+        if response.status_code == 404:
+            return None
+        return response.json()
+
+    def put(self, path, body=None, expected=(200,)):
+        response = self.request('PUT', path, body=body, expected=expected)
+        return response.json() if response.content else None
+
+    def post(self, path, body, expected=(200,)):
+        response = self.request('POST', path, body=body, expected=expected)
+        return response.json() if response.content else None
+
+    def delete(self, path, expected=(204,)):
+        return self.request('DELETE', path, expected=expected).status_code
+
+    # Resource classes and traits
+
+    def ensure_resource_class(self, name):
+        """Create custom resource class ``name`` unless it exists."""
+        self.put('/resource_classes/%s' % name, expected=(201, 204))
+
+    def ensure_trait(self, name):
+        """Create custom trait ``name`` unless it exists."""
+        self.put('/traits/%s' % name, expected=(201, 204))
+
+
+def retry_concurrent_update(step, *args, **kwargs):
+    """Run ``step(*args, **kwargs)``, again while Placement refuses it
+    with ``placement.concurrent_update``.
+
+    ``step`` must read the provider's generation itself on every call.
+
+    :raises: the last PlacementConflict once the attempts are used up.
+    """
+    for attempt in range(1, CONCURRENT_UPDATE_ATTEMPTS + 1):
+        try:
+            return step(*args, **kwargs)
+        except exception.PlacementConflict as exc:
+            if (exc.error_code != CONCURRENT_UPDATE
+                    or attempt == CONCURRENT_UPDATE_ATTEMPTS):
+                raise
+            LOG.debug('Placement generation conflict (attempt %(n)d): '
+                      '%(exc)s', {'n': attempt, 'exc': exc})

@@ -1,0 +1,107 @@
+"""Test case base of the placement tier.
+
+One real Placement on SQLite (fixtures.Placement) serves every test of a
+test process; it starts with the first test and stops when the process
+exits.  Every test starts with no resource provider in it.  Tests that
+need several Placement workers start one on PostgreSQL of their own
+(``start_placement('postgresql')``).  Without the Placement virtualenv
+(tools/setup-placement-venv.sh) the tests skip, or fail under CI=true; a
+Placement that does not start always fails them.
+"""
+
+import atexit
+
+import fixtures
+from testtools import content
+
+from ironic_alloc.common import placement
+from ironic_alloc.tests import base as ia_base
+from ironic_alloc.tests.placement import fixtures as pl_fixtures
+
+TEST_TIMEOUT = 180
+
+
+class _Shared:
+    placement = None
+    error = None
+
+
+def _cleanup():
+    if _Shared.placement is not None:
+        _Shared.placement.cleanup()
+
+
+class PlacementTestCase(ia_base.DbTestCase):
+    """Our database (emptied per test) and a real Placement."""
+
+    def setUp(self):
+        super().setUp()
+        self.useFixture(fixtures.Timeout(TEST_TIMEOUT, gentle=True))
+        reason = pl_fixtures.missing_reason()
+        if reason:
+            ia_base.skip_or_fail(self, reason)
+        if _Shared.placement is None and _Shared.error is None:
+            _Shared.placement = pl_fixtures.Placement()
+            atexit.register(_cleanup)
+            try:
+                _Shared.placement.start()
+            except (pl_fixtures.PlacementError, OSError) as exc:
+                _Shared.error = str(exc)
+        if _Shared.error is not None:
+            self.fail('Placement did not start: %s' % _Shared.error)
+        self.placement = self.use_placement(_Shared.placement)
+        self.client = self.make_client(self.placement)
+        self._empty_placement(self.client)
+
+    def use_placement(self, server):
+        status = server.process.poll()
+        if status is not None:
+            self.fail('Placement exited with status %s:\n%s'
+                      % (status, server.logs()))
+        self.addOnException(lambda exc_info: self.addDetail(
+            'placement-logs', content.text_content(server.logs())))
+        return server
+
+    def start_placement(self, database):
+        """A Placement of this test's own (stopped when it ends)."""
+        server = pl_fixtures.Placement(database=database)
+        self.addCleanup(server.cleanup)
+        try:
+            server.start()
+        except pl_fixtures.PlacementError as exc:
+            self.fail('Placement on %s did not start: %s' % (database, exc))
+        return self.use_placement(server)
+
+    @staticmethod
+    def make_client(server, **overrides):
+        return placement.PlacementClient(server.client_conf(**overrides))
+
+    @staticmethod
+    def _empty_placement(client):
+        providers = client.get('/resource_providers')['resource_providers']
+        for provider in providers:
+            usages = client.get('/resource_providers/%s/allocations'
+                                % provider['uuid'])['allocations']
+            for consumer in usages:
+                client.delete('/allocations/%s' % consumer)
+            client.delete('/resource_providers/%s' % provider['uuid'])
+
+    # Reading Placement back
+
+    def provider(self, uuid, client=None):
+        client = client or self.client
+        path = '/resource_providers/%s' % uuid
+        provider = client.get(path, expected=(200, 404))
+        if provider is None:
+            return None
+        return {
+            'name': provider['name'],
+            'inventories': client.get(path + '/inventories')['inventories'],
+            'traits': sorted(client.get(path + '/traits')['traits']),
+            'aggregates': client.get(path + '/aggregates')['aggregates'],
+        }
+
+    def provider_uuids(self, client=None):
+        client = client or self.client
+        return {p['uuid'] for p in
+                client.get('/resource_providers')['resource_providers']}

@@ -1,0 +1,284 @@
+"""A real OpenStack Placement for the placement tier.
+
+``Placement`` writes a placement.conf (``[api] auth_strategy = noauth2``,
+``[placement_database] connection``), creates the schema with
+``placement-manage db sync`` and serves ``placement.wsgi.api:application``
+with gunicorn on a free loopback port, from the virtualenv built by
+tools/setup-placement-venv.sh.  The tests only talk HTTP to it.
+
+Two databases:
+
+* SQLite (the default): one worker with one thread, the only set-up
+  Placement supports on SQLite (concurrent writers fail with "database is
+  locked");
+* PostgreSQL (``database='postgresql'``): a database of its own, created
+  on the server ``IRONIC_ALLOC_PLACEMENT_PG`` names (default: the main
+  cluster on port 5432, user openstack_citest) and dropped at clean-up;
+  several gunicorn workers with several threads each, as in a deployment.
+"""
+
+import os
+import shlex
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+import urllib.error
+import urllib.request
+import uuid
+
+from keystoneauth1 import loading as ks_loading
+from oslo_config import cfg
+import sqlalchemy as sa
+
+from ironic_alloc.conf import placement as placement_conf
+from ironic_alloc.tests.clients import fixtures as client_fixtures
+
+# NOTE: computed at import: oslotest points tempfile at a per-test
+# directory that is removed when the test ends, and Placement outlives the
+# test that started it.
+_TMP_ROOT = tempfile.gettempdir()
+
+SETUP_HINT = 'run tools/setup-placement-venv.sh to create it'
+# Where the PostgreSQL databases of the tests are created: a URL of an
+# existing database on that server, for a user allowed to create others.
+DEFAULT_PG_URL = ('postgresql+psycopg2://openstack_citest:openstack_citest'
+                  '@127.0.0.1:5432/openstack_citest')
+# noauth2 takes any token; "admin" gives the admin role.
+TOKEN = 'admin'
+
+# Bounds on waiting: they only keep a hang from stalling the run.
+MANAGE_TIMEOUT = 120
+START_TIMEOUT = 60
+STOP_TIMEOUT = 20
+
+
+class PlacementError(Exception):
+    """Placement could not be set up; the message says why, with logs."""
+
+
+def placement_venv_path():
+    return os.environ.get('IRONIC_ALLOC_PLACEMENT_VENV') or os.path.join(
+        client_fixtures.REPO_ROOT, '.venv-placement')
+
+
+def missing_reason(venv=None):
+    """Why Placement cannot be run here, or None when it can."""
+    venv = venv or placement_venv_path()
+    for exe in ('placement-manage', 'gunicorn'):
+        path = os.path.join(venv, 'bin', exe)
+        if not os.access(path, os.X_OK):
+            return ('Placement virtualenv not found: %s is missing (%s; '
+                    'IRONIC_ALLOC_PLACEMENT_VENV selects another place)'
+                    % (path, SETUP_HINT))
+    return None
+
+
+def _read(path):
+    try:
+        with open(path, 'rb') as f:
+            return f.read().decode('utf-8', 'replace')
+    except OSError as exc:
+        return '(no log: %s)' % exc
+
+
+class _PostgresDatabase:
+    """A database of its own on the PostgreSQL server of the tests."""
+
+    def __init__(self):
+        self.server_url = sa.engine.make_url(
+            os.environ.get('IRONIC_ALLOC_PLACEMENT_PG') or DEFAULT_PG_URL)
+        self.name = 'ironic_alloc_placement_%s' % uuid.uuid4().hex[:12]
+        self.url = self.server_url.set(database=self.name)
+
+    def _execute(self, statement):
+        engine = sa.create_engine(self.server_url,
+                                  isolation_level='AUTOCOMMIT')
+        try:
+            with engine.connect() as conn:
+                conn.execute(sa.text(statement))
+        finally:
+            engine.dispose()
+
+    def create(self):
+        try:
+            self._execute('CREATE DATABASE %s' % self.name)
+        except sa.exc.OperationalError as exc:
+            raise PlacementError(
+                'PostgreSQL at %s is not usable (IRONIC_ALLOC_PLACEMENT_PG '
+                'names another): %s'
+                % (self.server_url.render_as_string(hide_password=True),
+                   exc))
+
+    def drop(self):
+        self._execute('DROP DATABASE IF EXISTS %s WITH (FORCE)' % self.name)
+
+
+class Placement:
+    """A Placement process (module doc); ``url`` is its endpoint.
+
+    :param database: 'sqlite' or 'postgresql'.
+    :param workers: gunicorn worker processes (PostgreSQL only).
+    :param threads: threads per worker (PostgreSQL only).
+    """
+
+    def __init__(self, database='sqlite', workers=2, threads=4, venv=None):
+        if database not in ('sqlite', 'postgresql'):
+            raise ValueError('database must be sqlite or postgresql')
+        self.venv = venv or placement_venv_path()
+        self.database = database
+        if database == 'sqlite':
+            workers = threads = 1
+        self.workers = workers
+        self.threads = threads
+        self.workdir = None
+        self.process = None
+        self.port = None
+        self._pg = None
+
+    @property
+    def url(self):
+        return 'http://127.0.0.1:%d' % self.port
+
+    @property
+    def log_path(self):
+        return os.path.join(self.workdir, 'gunicorn.log')
+
+    def _connection(self):
+        if self.database == 'sqlite':
+            return 'sqlite:///%s' % os.path.join(self.workdir,
+                                                 'placement.sqlite')
+        self._pg = _PostgresDatabase()
+        self._pg.create()
+        return self._pg.url.render_as_string(hide_password=False)
+
+    def _write_conf(self, connection):
+        with open(os.path.join(self.workdir, 'placement.conf'), 'w') as f:
+            f.write('[DEFAULT]\n'
+                    'log_file = %s\n'
+                    '[api]\n'
+                    'auth_strategy = noauth2\n'
+                    '[placement_database]\n'
+                    'connection = %s\n'
+                    % (os.path.join(self.workdir, 'placement.log'),
+                       connection))
+
+    def _manage(self, *args):
+        argv = [os.path.join(self.venv, 'bin', 'placement-manage'),
+                '--config-file', os.path.join(self.workdir,
+                                              'placement.conf')]
+        argv += list(args)
+        result = subprocess.run(argv, capture_output=True, text=True,
+                                timeout=MANAGE_TIMEOUT, cwd=self.workdir,
+                                stdin=subprocess.DEVNULL)
+        if result.returncode != 0:
+            raise PlacementError('%s exited %d:\n%s\n%s' % (
+                shlex.join(argv), result.returncode, result.stdout[-5000:],
+                result.stderr[-5000:]))
+
+    def start(self):
+        reason = missing_reason(self.venv)
+        if reason:
+            raise PlacementError(reason)
+        self.workdir = tempfile.mkdtemp(prefix='ironic-alloc-placement-',
+                                        dir=_TMP_ROOT)
+        self._write_conf(self._connection())
+        self._manage('db', 'sync')
+        env = dict(os.environ, OS_PLACEMENT_CONFIG_DIR=self.workdir)
+        for attempt in range(3):
+            self.port = client_fixtures.free_port()
+            with open(self.log_path, 'ab') as log:
+                log.write(('--- start %d on port %d\n'
+                           % (attempt, self.port)).encode())
+                log.flush()
+                # NOTE: Placement reads no command line of its own in the
+                # WSGI process, so gunicorn's arguments are safe.
+                self.process = subprocess.Popen(
+                    [os.path.join(self.venv, 'bin', 'gunicorn'),
+                     '--bind', '127.0.0.1:%d' % self.port,
+                     '--workers', str(self.workers),
+                     '--threads', str(self.threads),
+                     '--access-logfile', '-',
+                     'placement.wsgi.api:application'],
+                    stdin=subprocess.DEVNULL, stdout=log,
+                    stderr=subprocess.STDOUT, cwd=self.workdir, env=env,
+                    start_new_session=True)
+            if self._wait_ready():
+                return
+            self.stop()
+            if 'Address already in use' not in _read(self.log_path):
+                break
+        raise PlacementError('Placement (gunicorn) did not answer GET '
+                             '%s/resource_providers within %ds; log %s:\n%s'
+                             % (self.url, START_TIMEOUT, self.log_path,
+                                _read(self.log_path)[-20000:]))
+
+    def _wait_ready(self):
+        deadline = time.monotonic() + START_TIMEOUT
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                return False
+            try:
+                # NOTE: "/" needs no token; a listed resource does, so
+                # this also proves that noauth2 is in place.
+                req = urllib.request.Request(
+                    self.url + '/resource_providers',
+                    headers={'X-Auth-Token': TOKEN})
+                with urllib.request.urlopen(req, timeout=5) as resp:
+                    if resp.status == 200:
+                        return True
+            except (OSError, urllib.error.URLError):
+                pass
+            time.sleep(0.2)
+        return False
+
+    def stop(self):
+        if self.process is None or self.process.poll() is not None:
+            return
+        # NOTE: gunicorn's master stops its workers on SIGTERM.
+        self.process.send_signal(signal.SIGTERM)
+        try:
+            self.process.wait(STOP_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait(STOP_TIMEOUT)
+
+    def client_conf(self, **overrides):
+        """A private oslo.config object whose [placement] group points at
+        this Placement (admin_token: a fixed token for noauth2)."""
+        conf = cfg.ConfigOpts()
+        placement_conf.register_opts(conf)
+        conf([], project='ironic-alloc', default_config_files=[],
+             default_config_dirs=[])
+        settings = {'auth_type': 'admin_token', 'endpoint': self.url,
+                    'token': TOKEN}
+        settings.update(overrides)
+        # NOTE: an auth plugin's options are registered when it is
+        # loaded; they must exist before they can be set.
+        conf.register_opts(
+            ks_loading.get_auth_plugin_conf_options(settings['auth_type']),
+            group=placement_conf.GROUP)
+        for key, value in settings.items():
+            conf.set_override(key, value, group=placement_conf.GROUP)
+        return conf
+
+    def logs(self):
+        """The tails of Placement's and gunicorn's logs, for failures."""
+        parts = []
+        for name in ('placement.log', 'gunicorn.log'):
+            path = os.path.join(self.workdir or '', name)
+            if os.path.exists(path):
+                parts.append('--- %s\n%s' % (name, _read(path)[-10000:]))
+        return '\n'.join(parts)
+
+    def cleanup(self):
+        try:
+            self.stop()
+        finally:
+            try:
+                if self._pg is not None:
+                    self._pg.drop()
+            finally:
+                if self.workdir:
+                    shutil.rmtree(self.workdir, ignore_errors=True)

@@ -56,9 +56,11 @@ api_opts = [
     cfg.IntOpt('max_traits',
                default=50,
                min=1,
+               max=250,
                help='Most traits a node may have and an allocation may '
                     'request (Ironic allows 50 per node); more is '
-                    'refused with 400.'),
+                    'refused with 400. At most 250, so that the traits of '
+                    'an allocation fit a MySQL TEXT column.'),
     cfg.BoolOpt('project_admin_can_manage_own_nodes',
                 default=True,
                 help='Let project-scoped admins enroll nodes owned by '
@@ -70,8 +72,10 @@ api_opts = [
     cfg.IntOpt('max_candidate_nodes',
                default=1000,
                min=1,
+               max=1500,
                help='Most candidate nodes an allocation may name; more '
-                    'is refused with 400.'),
+                    'is refused with 400. At most 1500, so that their '
+                    'UUIDs fit a MySQL TEXT column.'),
 ]
 
 

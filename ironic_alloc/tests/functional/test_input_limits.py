@@ -12,6 +12,7 @@ import socket
 from ironic_alloc.api import hooks
 from ironic_alloc.cmd import api as api_cmd
 from ironic_alloc.tests import base
+from ironic_alloc.tests.functional import openapi
 
 _HEADERS = {'X-OpenStack-Ironic-API-Version': 'latest',
             'Content-Type': 'application/json'}
@@ -118,3 +119,69 @@ class TestInputLimitsOverHTTP(base.DbTestCase):
         self.assertIn(b' 400 ', reply.split(b'\r\n', 1)[0])
         self.assertIn(b'Invalid Content-Length', reply)
         self._assert_still_serving()
+
+
+class TestStoredSizes(base.DbTestCase):
+    """Text and JSON fields larger than a MySQL TEXT column: 400.
+
+    NOTE: found on MariaDB, where they were a 500 ("Data too long"); CI
+    runs this on SQLite, PostgreSQL and MariaDB.
+    """
+
+    def setUp(self):
+        super().setUp()
+        self.config(transport_url='fake://', auth_strategy='noauth')
+        self.config(host_ip='127.0.0.1', port=0, group='api')
+        self.api = self.useFixture(openapi.ServedAPI())
+        status, self.node = self.api.json('POST', '/v1/nodes', {
+            'name': 'sized', 'driver': 'fake-hardware'})
+        self.assertEqual(201, status)
+
+    def _extra_of_size(self, size):
+        """An object whose JSON text is ``size`` bytes."""
+        extra = {'k': ''}
+        extra['k'] = 'x' * (size - len(json.dumps(extra)))
+        self.assertEqual(size, len(json.dumps(extra)))
+        return extra
+
+    def _assert_too_large(self, status, doc, field):
+        self.assertEqual(400, status, doc)
+        self.assertIn('The %s field is too large' % field,
+                      doc['error_message'])
+
+    def test_node_fields(self):
+        status, doc = self.api.json('POST', '/v1/nodes', {
+            'driver': 'fake-hardware',
+            'extra': self._extra_of_size(65536)})
+        self._assert_too_large(status, doc, 'extra')
+        status, doc = self.api.json('PATCH', '/v1/nodes/sized', [
+            {'op': 'add', 'path': '/retired_reason',
+             'value': '\u00e9' * 32768}])
+        self._assert_too_large(status, doc, 'retired_reason')
+        status, doc = self.api.json('PUT', '/v1/nodes/sized/maintenance',
+                                    {'reason': 'r' * 65536})
+        self._assert_too_large(status, doc, 'maintenance_reason')
+        status, doc = self.api.json('GET', '/v1/nodes/sized')
+        self.assertEqual(({}, None, False),
+                         (doc['extra'], doc['retired_reason'],
+                          doc['maintenance']))
+
+    def test_node_extra_at_the_limit_is_stored(self):
+        extra = self._extra_of_size(65535)
+        status, doc = self.api.json('POST', '/v1/nodes', {
+            'driver': 'fake-hardware', 'extra': extra})
+        self.assertEqual(201, status, doc)
+        status, doc = self.api.json('GET', '/v1/nodes/%s' % doc['uuid'])
+        self.assertEqual(extra, doc['extra'])
+
+    def test_allocation_extra(self):
+        status, doc = self.api.json('POST', '/v1/allocations', {
+            'resource_class': 'gold',
+            'extra': self._extra_of_size(65536)})
+        self._assert_too_large(status, doc, 'extra')
+        status, alloc = self.api.json('POST', '/v1/allocations', {
+            'resource_class': 'gold', 'name': 'sized-alloc'})
+        self.assertEqual(201, status, alloc)
+        status, doc = self.api.json('PATCH', '/v1/allocations/sized-alloc', [
+            {'op': 'add', 'path': '/extra/k', 'value': 'v' * 65536}])
+        self._assert_too_large(status, doc, 'extra')

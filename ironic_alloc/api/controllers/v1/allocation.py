@@ -313,7 +313,9 @@ def _patched_values(rpc_allocation, patch):
     if not isinstance(patched.get('extra') or {}, dict):
         raise exception.Invalid('The extra of an allocation must be an '
                                 'object.')
-    return {k: patched.get(k) for k in PATCHABLE}
+    values = {k: patched.get(k) for k in PATCHABLE}
+    utils.check_stored_sizes(values)
+    return values
 
 
 def _gate(method):
@@ -381,6 +383,7 @@ class AllocationsController(rest.RestController):
         values['owner'] = _owner_for_caller(values['owner'])
         if values['name'] is not None:
             _check_name(values['name'])
+        utils.check_stored_sizes({'extra': values['extra']})
         # NOTE: nodes hidden from a project caller are "not found" (400).
         values['candidate_nodes'] = _candidate_uuids(
             given.get('candidate_nodes') or [])

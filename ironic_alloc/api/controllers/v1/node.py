@@ -376,6 +376,7 @@ def _check_values(values):
     if description and len(description) > DESCRIPTION_MAX_LENGTH:
         raise exception.Invalid('Node description cannot exceed %d '
                                 'characters.' % DESCRIPTION_MAX_LENGTH)
+    utils.check_stored_sizes(values)
 
 
 def _to_object_values(values):

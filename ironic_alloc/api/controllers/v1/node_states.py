@@ -209,6 +209,7 @@ class NodeMaintenanceController(rest.RestController):
         if reason is not None and not isinstance(reason, str):
             raise exception.Invalid('The maintenance reason must be a '
                                     'string.')
+        utils.check_stored_sizes({'maintenance_reason': reason})
         self._set_maintenance(True, reason)
 
     @expose.expose(None, status_code=202)

@@ -5,6 +5,7 @@ the feature and whose body names its versions.py constant; controllers
 never compare version numbers themselves.
 """
 
+import json
 import re
 
 import jsonpatch
@@ -408,6 +409,27 @@ def validate_trait(trait):
                 and _CUSTOM_TRAIT_RE.match(trait) is None)):
         raise exception.InvalidTrait(trait=trait)
     return trait
+
+
+# NOTE: free text and JSON fields are TEXT columns, and MySQL/MariaDB's
+# TEXT, the smallest of the supported databases, holds 65535 bytes.
+MAX_STORED_BYTES = 65535
+
+
+def check_stored_sizes(values):
+    """:raises: Invalid (400) for a text or JSON value of ``values`` (a
+    dict of field name -> value) larger than the database can store."""
+    for name, value in values.items():
+        if value is None or isinstance(value, (bool, int, float)):
+            continue
+        if isinstance(value, str):
+            size = len(value.encode('utf-8'))
+        else:
+            size = len(json.dumps(value).encode('utf-8'))
+        if size > MAX_STORED_BYTES:
+            raise exception.Invalid(
+                'The %s field is too large: %d bytes, at most %d.'
+                % (name, size, MAX_STORED_BYTES))
 
 
 def check_list_length(name, items, maximum):

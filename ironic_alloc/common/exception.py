@@ -271,6 +271,10 @@ class PlacementRequestFailed(TemporaryFailure):
     _msg_fmt = ('Placement answered %(method)s %(path)s with %(status)s: '
                 '%(detail)s')
 
+    @property
+    def status(self):
+        return self.kwargs.get('status')
+
 
 class PlacementConflict(Conflict):
     """A 409 from Placement; ``error_code`` is its machine-readable code

@@ -11,7 +11,7 @@ asks for one microversion, and Placement's answers become exceptions of
 * any other status the caller did not expect: ``PlacementRequestFailed``.
 
 ``retry_concurrent_update`` runs a read-modify-write step again when
-Placement refuses it because the provider's generation moved on.
+Placement refuses it because another writer changed the provider.
 """
 
 from keystoneauth1 import exceptions as ks_exceptions
@@ -124,20 +124,35 @@ class PlacementClient:
         self.put('/traits/%s' % name, expected=(201, 204))
 
 
+def _is_write_race(exc):
+    if isinstance(exc, exception.PlacementConflict):
+        return exc.error_code == CONCURRENT_UPDATE
+    # NOTE: measured with openstack-placement 15.0.0 on PostgreSQL with
+    # several workers: two PUTs of one provider's traits or aggregates
+    # with the same generation can both insert the same row, and the
+    # loser answers 500 ("current transaction is aborted") instead of a
+    # 409.  Nothing was written then, so the step can run again.
+    return isinstance(exc, exception.PlacementRequestFailed) and (
+        exc.status is not None and exc.status >= 500)
+
+
 def retry_concurrent_update(step, *args, **kwargs):
     """Run ``step(*args, **kwargs)``, again while Placement refuses it
-    with ``placement.concurrent_update``.
+    because another writer changed the provider (a 409
+    ``placement.concurrent_update``, or the 500 of the same race).
 
-    ``step`` must read the provider's generation itself on every call.
+    ``step`` must read the provider's generation itself on every call, so
+    a write that did happen is seen and not repeated.
 
-    :raises: the last PlacementConflict once the attempts are used up.
+    :raises: the last refusal once the attempts are used up.
     """
     for attempt in range(1, CONCURRENT_UPDATE_ATTEMPTS + 1):
         try:
             return step(*args, **kwargs)
-        except exception.PlacementConflict as exc:
-            if (exc.error_code != CONCURRENT_UPDATE
+        except (exception.PlacementConflict,
+                exception.PlacementRequestFailed) as exc:
+            if (not _is_write_race(exc)
                     or attempt == CONCURRENT_UPDATE_ATTEMPTS):
                 raise
-            LOG.debug('Placement generation conflict (attempt %(n)d): '
-                      '%(exc)s', {'n': attempt, 'exc': exc})
+            LOG.debug('Placement write race (attempt %(n)d): %(exc)s',
+                      {'n': attempt, 'exc': exc})

@@ -58,6 +58,10 @@ class PlacementError(Exception):
     """Placement could not be set up; the message says why, with logs."""
 
 
+class DatabaseServerMissing(PlacementError):
+    """The PostgreSQL server for Placement cannot be reached."""
+
+
 def placement_venv_path():
     return os.environ.get('IRONIC_ALLOC_PLACEMENT_VENV') or os.path.join(
         client_fixtures.REPO_ROOT, '.venv-placement')
@@ -105,7 +109,7 @@ class _PostgresDatabase:
         try:
             self._execute('CREATE DATABASE %s' % self.name)
         except sa.exc.OperationalError as exc:
-            raise PlacementError(
+            raise DatabaseServerMissing(
                 'PostgreSQL at %s is not usable (IRONIC_ALLOC_PLACEMENT_PG '
                 'names another): %s'
                 % (self.server_url.render_as_string(hide_password=True),

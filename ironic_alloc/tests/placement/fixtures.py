@@ -153,9 +153,10 @@ class Placement:
         if self.database == 'sqlite':
             return 'sqlite:///%s' % os.path.join(self.workdir,
                                                  'placement.sqlite')
-        self._pg = _PostgresDatabase()
-        self._pg.create()
-        return self._pg.url.render_as_string(hide_password=False)
+        database = _PostgresDatabase()
+        database.create()
+        self._pg = database
+        return database.url.render_as_string(hide_password=False)
 
     def _write_conf(self, connection):
         with open(os.path.join(self.workdir, 'placement.conf'), 'w') as f:

@@ -20,7 +20,7 @@ JSON at all.  For each answer:
 
 CI runs a fixed number of rounds with a fixed seed (each round sends one
 request per operation); ``tox -e fuzz`` runs more.  Environment:
-IRONIC_ALLOC_FUZZ_ROUNDS (default 12), IRONIC_ALLOC_FUZZ_SEED (a number,
+IRONIC_ALLOC_FUZZ_ROUNDS (default 16), IRONIC_ALLOC_FUZZ_SEED (a number,
 or "random"; default: derandomized, the same requests every run).  A
 failure names the seed that replays the run.
 """
@@ -40,7 +40,7 @@ from ironic_alloc.db.sqlalchemy import models
 from ironic_alloc.tests import base
 from ironic_alloc.tests.functional import openapi
 
-ROUNDS = int(os.environ.get('IRONIC_ALLOC_FUZZ_ROUNDS', '12'))
+ROUNDS = int(os.environ.get('IRONIC_ALLOC_FUZZ_ROUNDS', '16'))
 SEED = os.environ.get('IRONIC_ALLOC_FUZZ_SEED')
 
 # How long the service may take to finish what a successful request

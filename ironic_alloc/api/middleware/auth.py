@@ -12,6 +12,7 @@ Ironic, so clients can negotiate before authenticating.
 from oslo_log import log
 
 from ironic_alloc.api.middleware import basic_auth
+from ironic_alloc.api.middleware import parsable_error
 
 LOG = log.getLogger(__name__)
 
@@ -49,8 +50,10 @@ def wrap(app, conf):
         return app
     if strategy == 'keystone':
         from keystonemiddleware import auth_token
-        authenticated = auth_token.AuthProtocol(
-            app, {'oslo_config_config': conf})
+        # NOTE: its refusals (401, 503 when Keystone is unreachable) get
+        # Ironic's error body too; the headers (WWW-Authenticate) stay.
+        authenticated = parsable_error.ParsableErrorMiddleware(
+            auth_token.AuthProtocol(app, {'oslo_config_config': conf}))
     else:
         authenticated = basic_auth.BasicAuthMiddleware(
             app, conf.http_basic_auth_user_file)

@@ -25,6 +25,9 @@ def _faultstring_from_text(text, status):
         doc = json.loads(text)
     except ValueError:
         doc = None
+    # NOTE: keystonemiddleware's errors nest theirs in "error".
+    if isinstance(doc, dict) and isinstance(doc.get('error'), dict):
+        doc = doc['error']
     if isinstance(doc, dict):
         text = doc.get('message') or doc.get('title') or ''
     text = _TAGS.sub(' ', text)
@@ -42,6 +45,11 @@ def make_fault_body(status, text):
         fault = json.loads(text)
     except ValueError:
         fault = None
+    # NOTE: a body that is Ironic's already (this middleware wraps
+    # another one when authentication sits between them) stays as it is.
+    if isinstance(fault, dict) and isinstance(fault.get('error_message'),
+                                              str):
+        return fault
     if not (isinstance(fault, dict) and 'faultstring' in fault):
         fault = {'faultstring': _faultstring_from_text(text, status),
                  'debuginfo': None}

@@ -71,6 +71,25 @@ class Response:
         return '<%d %s>' % (self.status, self.text[:500])
 
 
+def http_request(url, method, path, token=None, body=None, headers=None):
+    """One HTTP request to ``url``; never raises for a status."""
+    headers = dict(headers or {})
+    headers.setdefault('X-OpenStack-Ironic-API-Version', 'latest')
+    if token is not None:
+        headers['X-Auth-Token'] = token
+    data = None
+    if body is not None:
+        data = json.dumps(body).encode()
+        headers['Content-Type'] = 'application/json'
+    req = urllib.request.Request(url + path, data=data, method=method,
+                                 headers=headers)
+    try:
+        with urllib.request.urlopen(req, timeout=HTTP_TIMEOUT) as resp:
+            return Response(resp.status, resp.headers, resp.read())
+    except urllib.error.HTTPError as err:
+        return Response(err.code, err.headers, err.read())
+
+
 class KeystoneTestCase(oslo_base.BaseTestCase):
     """Talks HTTP to the service under test with real Keystone tokens."""
 
@@ -108,21 +127,8 @@ class KeystoneTestCase(oslo_base.BaseTestCase):
 
     def request(self, method, path, token=None, body=None, headers=None):
         """One HTTP request to the service; never raises for a status."""
-        headers = dict(headers or {})
-        headers.setdefault('X-OpenStack-Ironic-API-Version', 'latest')
-        if token is not None:
-            headers['X-Auth-Token'] = token
-        data = None
-        if body is not None:
-            data = json.dumps(body).encode()
-            headers['Content-Type'] = 'application/json'
-        req = urllib.request.Request(self.service.url + path, data=data,
-                                     method=method, headers=headers)
-        try:
-            with urllib.request.urlopen(req, timeout=HTTP_TIMEOUT) as resp:
-                return Response(resp.status, resp.headers, resp.read())
-        except urllib.error.HTTPError as err:
-            return Response(err.code, err.headers, err.read())
+        return http_request(self.service.url, method, path, token=token,
+                            body=body, headers=headers)
 
     def assertStatus(self, status, response):
         self.assertEqual(status, response.status, response)

@@ -1,6 +1,12 @@
 """auth_strategy = keystone: keystonemiddleware's auth_token in front of
 the API, against a real Keystone."""
 
+import json
+
+import fixtures
+from oslotest import base as oslotest_base
+
+from ironic_alloc.tests.clients import fixtures as client_fixtures
 from ironic_alloc.tests.keystone import base
 
 
@@ -16,6 +22,11 @@ class TestAuthToken(base.KeystoneTestCase):
         # NOTE: the header tells a client where to get a token.
         self.assertEqual('Keystone uri="%s"' % self.keystone.url,
                          resp.headers['WWW-Authenticate'])
+        self.assertEqual(
+            {'faultcode': 'Client', 'debuginfo': None,
+             'faultstring': 'The request you have made requires '
+                            'authentication.'},
+            json.loads(resp.json['error_message']))
 
     def test_garbage_token(self):
         resp = self.request('GET', '/v1/nodes', token='not-a-token')
@@ -74,3 +85,33 @@ class TestAuthToken(base.KeystoneTestCase):
         resp = self.request('GET', '/v1/nodes', token,
                             headers={'X-Service-Token': 'not-a-token'})
         self.assertStatus(401, resp)
+
+
+class TestKeystoneUnreachable(oslotest_base.BaseTestCase):
+    """A service whose [keystone_authtoken] names a port nobody listens
+    on: requests with a token are 503, not 500 or 401."""
+
+    def setUp(self):
+        super().setUp()
+        self.useFixture(fixtures.Timeout(base.TEST_TIMEOUT, gentle=True))
+        dead = 'http://127.0.0.1:%d/v3' % client_fixtures.free_port()
+        self.service = client_fixtures.Service(extra_config={
+            'DEFAULT': {'auth_strategy': 'keystone'},
+            'keystone_authtoken': {
+                'www_authenticate_uri': dead, 'auth_url': dead,
+                'auth_type': 'password', 'username': 'nobody',
+                'password': 'nothing', 'user_domain_name': 'Default',
+                'project_name': 'service',
+                'project_domain_name': 'Default',
+                'http_request_max_retries': '0'}})
+        self.addCleanup(self.service.cleanup)
+        self.service.start()
+
+    def test_unreachable_keystone(self):
+        resp = base.http_request(self.service.url, 'GET', '/v1/nodes',
+                                 token='some-token')
+        self.assertEqual(503, resp.status, resp)
+        fault = json.loads(resp.json['error_message'])
+        self.assertEqual('Server', fault['faultcode'])
+        self.assertEqual(200, base.http_request(self.service.url, 'GET',
+                                                '/v1').status)

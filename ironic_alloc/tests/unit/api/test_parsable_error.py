@@ -50,6 +50,25 @@ class TestMakeFaultBody(base.TestCase):
         self.assertEqual('404 Not Found',
                          _fault('404 Not Found', '')['faultstring'])
 
+    def test_keystonemiddleware_json(self):
+        text = json.dumps({'error': {
+            'code': 401, 'title': 'Unauthorized',
+            'message': 'The request you have made requires '
+                       'authentication.'}})
+        self.assertEqual({'faultcode': 'Client', 'debuginfo': None,
+                          'faultstring': 'The request you have made '
+                                         'requires authentication.'},
+                         _fault('401 Unauthorized', text))
+
+    def test_ironic_body_is_kept(self):
+        # Twice through the middleware (around authentication and around
+        # Pecan): the inner body is the answer.
+        inner = parsable_error.make_fault_body(
+            '403 Forbidden', json.dumps({'faultcode': 'Client',
+                                         'faultstring': 'rule x'}))
+        self.assertEqual(inner, parsable_error.make_fault_body(
+            '403 Forbidden', json.dumps(inner)))
+
 
 class TestStripTraceback(base.TestCase):
 

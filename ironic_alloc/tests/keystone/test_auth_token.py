@@ -36,10 +36,18 @@ class TestAuthToken(base.KeystoneTestCase):
     def test_expired_token(self):
         token = self.identities.expired_token('member', 'owner')
         self.assertStatus(401, self.request('GET', '/v1/nodes', token))
+        # The same user with a token in date is let in: the expiry made
+        # the difference.
+        self.assertStatus(200, self.request(
+            'GET', '/v1/nodes', self.identities.token('member', 'project',
+                                                      'owner')))
 
     def test_revoked_token(self):
         token = self.identities.revoked_token('member', 'owner')
         self.assertStatus(401, self.request('GET', '/v1/nodes', token))
+        self.assertStatus(200, self.request(
+            'GET', '/v1/nodes', self.identities.token('member', 'project',
+                                                      'owner')))
 
     def test_project_scoped_token(self):
         token = self.identities.token('member', 'project', 'owner')

@@ -103,9 +103,12 @@ def _all_nodes(context):
 class _ProviderSync:
     """Makes one node's provider match the node (module doc)."""
 
-    def __init__(self, client, node, colliding):
+    def __init__(self, client, node, colliding, managed=None):
+        """:param managed: the node's provider as a listing of the managed
+            aggregate showed it (name, generation), when it did."""
         self.client = client
         self.node = node
+        self.managed = managed
         self.path = '/resource_providers/%s' % node.uuid
         self.resource_class = (
             None if colliding
@@ -113,8 +116,14 @@ class _ProviderSync:
 
     def run(self):
         """:returns: True when the provider was created."""
-        created = self._ensure_provider()
-        placement.retry_concurrent_update(self._aggregates)
+        if self.managed is not None:
+            # NOTE: listed as a member of the aggregate just now: it
+            # exists and is ours; only its name may need a change.
+            created = False
+            self._ensure_name(self.managed)
+        else:
+            created = self._ensure_provider()
+            placement.retry_concurrent_update(self._aggregates)
         placement.retry_concurrent_update(self._inventory)
         placement.retry_concurrent_update(self._traits)
         return created
@@ -135,13 +144,17 @@ class _ProviderSync:
                 if provider is None:
                     self._create_named_by_uuid(name)
                     return True
+        self._ensure_name(provider)
+        return False
+
+    def _ensure_name(self, provider):
+        name = self.node.name or self.node.uuid
         if provider['name'] != name:
             try:
                 self.client.put(self.path, {'name': name})
             except exception.PlacementConflict:
                 if provider['name'] != self.node.uuid:
                     self._rename_to_uuid(name)
-        return False
 
     def _create_named_by_uuid(self, name):
         LOG.warning('Placement has a provider named %(name)s already; '
@@ -198,9 +211,9 @@ class _ProviderSync:
                 current['resource_provider_generation']})
 
 
-def _sync_one(client, node, colliding, report):
+def _sync_one(client, node, colliding, report, managed=None):
     try:
-        if _ProviderSync(client, node, colliding).run():
+        if _ProviderSync(client, node, colliding, managed).run():
             report.created += 1
         report.synced += 1
     except exception.IronicAllocException as exc:
@@ -264,15 +277,18 @@ def sync_all(context, client):
     nodes = _all_nodes(context)
     found = collisions(nodes)
     _report_collisions(found, report)
+    # NOTE: one listing instead of two reads per node (the provider and
+    # its aggregates) for every provider made by an earlier pass.
+    managed = {provider['uuid']: provider for provider in client.get(
+        '/resource_providers?member_of=%s' % MANAGED_AGGREGATE)[
+            'resource_providers']}
     for node in nodes:
         colliding = placement_resource_class(node.resource_class) in found
-        _sync_one(client, node, colliding, report)
+        _sync_one(client, node, colliding, report, managed.get(node.uuid))
     known = {node.uuid for node in nodes}
-    managed = client.get('/resource_providers?member_of=%s'
-                         % MANAGED_AGGREGATE)['resource_providers']
-    for provider in managed:
-        if provider['uuid'] not in known:
-            _delete_provider(client, provider['uuid'], report)
+    for provider_uuid in managed:
+        if provider_uuid not in known:
+            _delete_provider(client, provider_uuid, report)
     LOG.info('Placement sync: %(synced)d of %(total)d nodes synchronised '
              '(%(created)d providers created, %(deleted)d deleted), '
              '%(errors)d failures, %(collisions)d resource class '

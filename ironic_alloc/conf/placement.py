@@ -1,10 +1,10 @@
 """[placement]: how ironic_alloc reaches an OpenStack Placement service.
 
-keystoneauth1's own session, auth and adapter options, registered through
-its helpers, so a deployment configures them as in Nova or Ironic.  With a
-Placement running ``[api] auth_strategy = noauth2`` (tests, standalone
-sites) the ``admin_token`` plugin sends a fixed ``X-Auth-Token`` to a fixed
-``endpoint``.
+keystoneauth1's own session, auth and adapter options (two of them with
+defaults of ours), so a deployment configures them as in Nova or Ironic.
+With a Placement running ``[api] auth_strategy = noauth2`` (tests,
+standalone sites) the ``admin_token`` plugin sends a fixed
+``X-Auth-Token`` to a fixed ``endpoint``.
 """
 
 import copy
@@ -24,38 +24,51 @@ opt_group = cfg.OptGroup(
 # connections and never answers must not hang a conductor thread.
 DEFAULT_TIMEOUT = 30
 DEFAULT_SERVICE_TYPE = 'placement'
+_OUR_DEFAULTS = {'timeout': DEFAULT_TIMEOUT,
+                 'service_type': DEFAULT_SERVICE_TYPE}
 
 # Auth plugins whose options the sample file shows: password for Keystone
 # deployments, admin_token for a Placement with noauth2.
 _SAMPLE_AUTH_PLUGINS = ('password', 'admin_token')
 
 
+def _with_our_defaults(options):
+    # NOTE: copies of keystoneauth1's options with our defaults, rather
+    # than conf.set_default(): ConfigOpts.clear() (every config fixture)
+    # drops what set_default() set.
+    copies = []
+    for opt in options:
+        opt = copy.deepcopy(opt)
+        if opt.dest in _OUR_DEFAULTS:
+            opt.default = _OUR_DEFAULTS[opt.dest]
+        copies.append(opt)
+    return copies
+
+
+def _session_opts():
+    return _with_our_defaults(ks_loading.get_session_conf_options())
+
+
+def _adapter_opts():
+    return _with_our_defaults(
+        ks_loading.get_adapter_conf_options(include_deprecated=False))
+
+
 def register_opts(conf):
     conf.register_group(opt_group)
-    ks_loading.register_session_conf_options(conf, GROUP)
+    conf.register_opts(_session_opts(), group=GROUP)
     ks_loading.register_auth_conf_options(conf, GROUP)
-    ks_loading.register_adapter_conf_options(conf, GROUP)
-    conf.set_default('timeout', DEFAULT_TIMEOUT, group=GROUP)
-    conf.set_default('service_type', DEFAULT_SERVICE_TYPE, group=GROUP)
+    conf.register_opts(_adapter_opts(), group=GROUP)
 
 
 def list_opts():
     """The options of [placement] as the sample and the docs show them."""
-    opts = (ks_loading.get_session_conf_options()
-            + ks_loading.get_auth_common_conf_options()
-            + ks_loading.get_adapter_conf_options(include_deprecated=False))
+    opts = (_session_opts() + ks_loading.get_auth_common_conf_options()
+            + _adapter_opts())
     seen = {opt.dest for opt in opts}
     for plugin in _SAMPLE_AUTH_PLUGINS:
         for opt in ks_loading.get_auth_plugin_conf_options(plugin):
             if opt.dest not in seen:
                 seen.add(opt.dest)
                 opts.append(opt)
-    shown = []
-    for opt in opts:
-        opt = copy.deepcopy(opt)
-        if opt.dest == 'timeout':
-            opt.default = DEFAULT_TIMEOUT
-        elif opt.dest == 'service_type':
-            opt.default = DEFAULT_SERVICE_TYPE
-        shown.append(opt)
-    return shown
+    return opts

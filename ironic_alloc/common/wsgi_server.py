@@ -127,6 +127,7 @@ class Server:
 # only after a pause, so a worker that cannot start does not fork in a
 # tight loop.
 _RESPAWN_PAUSE = 1.0
+_STOP_SIGNALS = {signal.SIGTERM, signal.SIGINT}
 
 
 def serve_in_processes(server, make_app, workers):
@@ -141,17 +142,17 @@ def serve_in_processes(server, make_app, workers):
     stopping = []
 
     def spawn():
-        pid = os.fork()
-        if pid == 0:  # the worker
-            status = 1
-            try:
-                _run_worker(server, make_app)
-                status = 0
-            except BaseException:
-                LOG.exception('API worker %d failed', os.getpid())
-            finally:
-                os._exit(status)
-        children[pid] = time.monotonic()
+        # NOTE: stop signals wait until the new worker is in ``children``
+        # here and has its own handler there, so no stop request can miss
+        # a worker.
+        signal.pthread_sigmask(signal.SIG_BLOCK, _STOP_SIGNALS)
+        try:
+            pid = os.fork()
+            if pid == 0:
+                _worker_main(server, make_app)  # never returns
+            children[pid] = time.monotonic()
+        finally:
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOP_SIGNALS)
         LOG.info('Started API worker %d', pid)
 
     def stop(signum, frame):
@@ -181,22 +182,29 @@ def serve_in_processes(server, make_app, workers):
     server.stop()
 
 
-def _run_worker(server, make_app):
-    # NOTE: the parent's handlers would make this worker signal its own
-    # siblings; a worker stops the way the single-process server does.
-    stop_requested = threading.Event()
+def _worker_main(server, make_app):
+    """The body of a worker process: serve until SIGTERM, then exit."""
+    status = 1
+    try:
+        # NOTE: SystemExit from the handler unwinds whatever the worker
+        # does (building the app, waiting for connections); the process
+        # then ends at once, as a single-process server's would.
+        signal.signal(signal.SIGTERM, _exit_on_signal)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOP_SIGNALS)
+        server.set_app(make_app())
+        server.serve_forever()
+        status = 0
+    except SystemExit:
+        status = 0
+    except BaseException:
+        LOG.exception('API worker %d failed', os.getpid())
+    finally:
+        os._exit(status)
 
-    def stop(signum, frame):
-        if not stop_requested.is_set():
-            stop_requested.set()
-            # shutdown() waits for serve_forever() of this very thread:
-            # call it from another one.
-            threading.Thread(target=server.stop, daemon=True).start()
 
-    signal.signal(signal.SIGTERM, stop)
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    server.set_app(make_app())
-    server.serve_forever()
+def _exit_on_signal(signum, frame):
+    raise SystemExit(0)
 
 
 def _kill(pid, signum):

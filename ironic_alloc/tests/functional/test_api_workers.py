@@ -78,15 +78,19 @@ class TestApiWorkers(base.TestCase):
                        check=True, capture_output=True, timeout=120)
         self.log = open(os.path.join(tmp, 'api.log'), 'wb')
         self.addCleanup(self.log.close)
+        self.addOnException(self._attach_log)
+        self._start()
+        self._wait_until(self._answers, 'three workers answering')
+
+    def _start(self):
         self.proc = subprocess.Popen(
             [sys.executable, '-m', 'ironic_alloc.cmd.api',
              '--config-file', self.conf_path],
             stdin=subprocess.DEVNULL, stdout=self.log,
             stderr=subprocess.STDOUT, start_new_session=True)
-        self.addCleanup(self._kill_tree)
-        self.addOnException(self._attach_log)
-        self._wait_until(lambda: len(_children(self.proc.pid)) == WORKERS
-                         and self._answers(), 'three workers answering')
+        self.addCleanup(self._kill_tree, self.proc)
+        self._wait_until(lambda: len(_children(self.proc.pid)) == WORKERS,
+                         'three workers')
 
     def _attach_log(self, exc_info):
         self.log.flush()
@@ -94,10 +98,10 @@ class TestApiWorkers(base.TestCase):
             self.addDetail('api-log', content.text_content(
                 f.read()[-20000:]))
 
-    def _kill_tree(self):
-        if self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-            self.proc.wait(30)
+    def _kill_tree(self, proc):
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(30)
 
     def _wait_until(self, predicate, what, timeout=60):
         deadline = time.monotonic() + timeout
@@ -165,3 +169,14 @@ class TestApiWorkers(base.TestCase):
         alive = [pid for pid in workers if _alive(pid)]
         self.assertEqual([], alive)
         self.assertFalse(self._answers())
+
+    def test_sigterm_while_workers_start(self):
+        """A stop request that arrives while the workers still build their
+        application stops them too."""
+        self.proc.send_signal(signal.SIGTERM)
+        self.assertEqual(0, self.proc.wait(30))
+        self._start()
+        workers = _children(self.proc.pid)
+        self.proc.send_signal(signal.SIGTERM)
+        self.assertEqual(0, self.proc.wait(60))
+        self.assertEqual([], [pid for pid in workers if _alive(pid)])

@@ -1,6 +1,7 @@
 """The node → resource provider sync against a real Placement, read back
 through Placement's API."""
 
+import fixtures
 from oslo_utils import uuidutils
 
 from ironic_alloc.common import exception
@@ -95,6 +96,15 @@ class TestFleetSync(SyncTestCase):
         self.assertEqual(
             {p['uuid']: p['generation'] for p in before},
             {p['uuid']: p['generation'] for p in after})
+
+    def test_nodes_are_read_page_by_page(self):
+        # NOTE: a small page instead of a thousand nodes: the paging code
+        # is what is under test.
+        self.useFixture(fixtures.MockPatchObject(placement_sync, '_PAGE', 2))
+        nodes = [self.node() for _ in range(5)]
+        report = self.sync_all()
+        self.assertEqual((5, 5), (report.synced, report.created))
+        self.assertEqual({n.uuid for n in nodes}, self.provider_uuids())
 
     def test_sync_node(self):
         node = self.node(traits=['CUSTOM_A'])

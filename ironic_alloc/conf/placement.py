@@ -14,11 +14,17 @@ from oslo_config import cfg
 
 GROUP = 'placement'
 
-opt_group = cfg.OptGroup(
-    name=GROUP, title='Options for reaching OpenStack Placement',
-    help='keystoneauth1 options of the Placement client: auth_type and '
-         'its options, the session (timeouts, TLS) and the adapter '
-         '(service type, interfaces, endpoint_override, retries).')
+
+def _opt_group():
+    # NOTE: a new object for every ConfigOpts: oslo.config keeps the
+    # registered options (and their overrides) in the group object, so a
+    # shared one would leak them between configurations.
+    return cfg.OptGroup(
+        name=GROUP, title='Options for reaching OpenStack Placement',
+        help='keystoneauth1 options of the Placement client: auth_type '
+             'and its options, the session (timeouts, TLS) and the adapter '
+             '(service type, interfaces, endpoint_override, retries).')
+
 
 # NOTE: keystoneauth1 has no timeout by default; a Placement that accepts
 # connections and never answers must not hang a conductor thread.
@@ -55,7 +61,7 @@ def _adapter_opts():
 
 
 def register_opts(conf):
-    conf.register_group(opt_group)
+    conf.register_group(_opt_group())
     conf.register_opts(_session_opts(), group=GROUP)
     ks_loading.register_auth_conf_options(conf, GROUP)
     conf.register_opts(_adapter_opts(), group=GROUP)

@@ -53,3 +53,14 @@ class TestPlacementOptions(base.TestCase):
         self.assertIn('#timeout = 30', section)
         self.assertIn('#service_type = placement', section)
         self.assertIn('#auth_type = <None>', section)
+
+    def test_configurations_do_not_share_settings(self):
+        first = cfg.ConfigOpts()
+        placement_conf.register_opts(first)
+        second = cfg.ConfigOpts()
+        placement_conf.register_opts(second)
+        first([])
+        second([])
+        first.set_override('timeout', 1, group='placement')
+        self.assertEqual(1, first.placement.timeout)
+        self.assertEqual(30, second.placement.timeout)

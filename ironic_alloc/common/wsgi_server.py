@@ -1,14 +1,18 @@
 """A small threaded WSGI server for development and the standalone mode.
 
 Built on the standard library (wsgiref + socketserver.ThreadingMixIn): one
-thread per request, no eventlet; optionally several worker processes
-sharing one listening socket.  Production deployments run
+thread per connection, no eventlet; optionally several worker processes
+sharing one listening socket.  It speaks HTTP/1.1 with persistent
+connections: a client that keeps its connection sends its next request
+without a new TCP handshake, for up to ``[api]keepalive_timeout`` seconds
+of idleness.  Production deployments run
 ironic_alloc.wsgi.api:application under a real WSGI server instead.
 """
 
 import ipaddress
 import os
 import signal
+import socket
 import socketserver
 import threading
 import time
@@ -29,9 +33,199 @@ class _ThreadingWSGIServer(socketserver.ThreadingMixIn,
     # few dozen clients connect at once.
     request_queue_size = 128
 
+    def server_activate(self):
+        super().server_activate()
+        self.idle_timeout = CONF.api.keepalive_timeout
+        self.stopping = False
+        # NOTE: connections waiting for their next request; stop() ends
+        # them so that no thread serves after the server stopped.
+        self.idle_connections = set()
+        self.idle_lock = threading.Lock()
 
-class _QuietHandler(simple_server.WSGIRequestHandler):
-    """Logs requests through oslo.log instead of stderr."""
+    def close_idle_connections(self):
+        with self.idle_lock:
+            self.stopping = True
+            idle = list(self.idle_connections)
+        for connection in idle:
+            try:
+                connection.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+
+# NOTE: responses that never have a body, so need no Content-Length to
+# be delimited (RFC 9112, section 6.3).
+_NO_BODY_STATUSES = ('1', '204', '304')
+# NOTE: a request body left unread by the application is read and
+# dropped up to this size to keep the connection; a larger one closes it.
+_MAX_DRAIN = 64 * 1024
+
+
+class _BoundedInput:
+    """wsgi.input limited to the request's Content-Length, so that an
+    application reading "everything" stops at the end of its own request
+    instead of waiting for the client's next one."""
+
+    def __init__(self, stream, length):
+        self._stream = stream
+        self.remaining = length
+
+    def _size(self, size):
+        if size is None or size < 0 or size > self.remaining:
+            return self.remaining
+        return size
+
+    def read(self, size=-1):
+        data = self._stream.read(self._size(size))
+        self.remaining -= len(data)
+        return data
+
+    def readline(self, size=-1):
+        data = self._stream.readline(self._size(size))
+        self.remaining -= len(data)
+        return data
+
+    def readlines(self, hint=-1):
+        return list(iter(self.readline, b''))
+
+    def __iter__(self):
+        return iter(self.readline, b'')
+
+
+class _ServerHandler(simple_server.ServerHandler):
+    """Runs one request of a persistent connection.
+
+    The connection stays open after the response only when the client
+    can tell where the response ends (Content-Length, or a status without
+    body) and the body sent matches it.
+    """
+
+    http_version = '1.1'
+
+    def cleanup_headers(self):
+        super().cleanup_headers()
+        handler = self.request_handler
+        delimited = ('Content-Length' in self.headers
+                     or self.status.startswith(_NO_BODY_STATUSES))
+        if not delimited:
+            handler.close_connection = True
+        if handler.close_connection:
+            self.headers['Connection'] = 'close'
+
+    def close(self):
+        # NOTE: BaseHandler.close() forgets the headers and the byte count;
+        # check before that whether the body was complete.
+        handler = self.request_handler
+        length = (self.headers or {}).get('Content-Length')
+        if not self.headers_sent or self.headers is None:
+            handler.close_connection = True
+        elif length is not None and self.bytes_sent != int(length) and not (
+                handler.command == 'HEAD' and self.bytes_sent == 0):
+            handler.close_connection = True
+        super().close()
+
+
+class _RequestHandler(simple_server.WSGIRequestHandler):
+    """Serves the requests of one connection, HTTP/1.1 keep-alive, and
+    logs them through oslo.log instead of stderr."""
+
+    protocol_version = 'HTTP/1.1'
+    # NOTE: buffered writes: the status line, headers and body leave in
+    # one send (wsgiref flushes after each body chunk).
+    wbufsize = 64 * 1024
+
+    def setup(self):
+        self.timeout = self.server.idle_timeout or None
+        super().setup()
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY,
+                                   1)
+
+    def handle(self):
+        self.close_connection = True
+        self._handle_one()
+        while not self.close_connection:
+            if not self._wait_idle():
+                return
+            self._handle_one()
+
+    def _wait_idle(self):
+        """Mark the connection idle until its next request arrives.
+
+        :returns: False when the server is stopping.
+        """
+        server = self.server
+        with server.idle_lock:
+            if server.stopping:
+                return False
+            server.idle_connections.add(self.connection)
+        try:
+            self.rfile.peek(1)
+        except OSError:
+            # NOTE: idle for longer than the timeout, or reset.
+            return False
+        finally:
+            with server.idle_lock:
+                server.idle_connections.discard(self.connection)
+        return not server.stopping
+
+    def _handle_one(self):
+        try:
+            self.raw_requestline = self.rfile.readline(65537)
+        except OSError:
+            self.close_connection = True
+            return
+        if not self.raw_requestline:
+            self.close_connection = True
+            return
+        if len(self.raw_requestline) > 65536:
+            self.requestline = self.request_version = self.command = ''
+            self.close_connection = True
+            self.send_error(414)
+            return
+        # NOTE: parse_request() sets close_connection from the request's
+        # version and Connection header.
+        if not self.parse_request():
+            self.close_connection = True
+            return
+        # NOTE: HTTP/1.0 keep-alive needs an explicit header in the
+        # response; clients old enough to speak 1.0 get one request each.
+        if (not self.server.idle_timeout
+                or self.request_version != 'HTTP/1.1'):
+            self.close_connection = True
+        environ = self.get_environ()
+        # NOTE: this server does not decode chunked request bodies: the
+        # connection cannot be reused after one.
+        if self.headers.get('Transfer-Encoding'):
+            self.close_connection = True
+        try:
+            length = int(environ.get('CONTENT_LENGTH') or 0)
+        except ValueError:
+            length = 0
+            self.close_connection = True
+        body = _BoundedInput(self.rfile, max(length, 0))
+        handler = _ServerHandler(body, self.wfile, self.get_stderr(),
+                                 environ, multithread=True)
+        handler.request_handler = self
+        try:
+            handler.run(self.server.get_app())
+            self.wfile.flush()
+        except OSError:
+            self.close_connection = True
+            return
+        if not self.close_connection and body.remaining:
+            self._drain(body)
+
+    def _drain(self, body):
+        if body.remaining > _MAX_DRAIN:
+            self.close_connection = True
+            return
+        try:
+            while body.remaining and body.read(body.remaining):
+                pass
+        except OSError:
+            self.close_connection = True
+        if body.remaining:
+            self.close_connection = True
 
     def log_message(self, format, *args):
         LOG.debug('%(client)s %(message)s',
@@ -78,7 +272,7 @@ class Server:
     def __init__(self, app, host='127.0.0.1', port=0):
         self._server = simple_server.make_server(
             host, port, app, server_class=_ThreadingWSGIServer,
-            handler_class=_QuietHandler)
+            handler_class=_RequestHandler)
         self._thread = None
         self._serving = threading.Event()
         warn_if_exposed(self.host, self.port)
@@ -117,6 +311,7 @@ class Server:
         if self._serving.is_set():
             self._server.shutdown()
             self._serving.clear()
+        self._server.close_idle_connections()
         self._server.server_close()
         if self._thread is not None:
             self._thread.join()

@@ -69,6 +69,16 @@ api_opts = [
                      'self_owned_node and baremetal:node:delete:'
                      'self_owned_node), as Ironic does. Only with '
                      '[DEFAULT]auth_strategy = keystone.'),
+    cfg.IntOpt('keepalive_timeout',
+               default=30,
+               min=0,
+               help='Seconds the development API server and the '
+                    'standalone service keep an idle HTTP/1.1 connection '
+                    'open for the next request of the same client; a '
+                    'slower client read or write also ends the '
+                    'connection. 0 closes every connection after one '
+                    'response. Under mod_wsgi or uWSGI the web server '
+                    'decides.'),
     cfg.IntOpt('max_candidate_nodes',
                default=1000,
                min=1,

@@ -3,6 +3,7 @@
 import http.client
 import json
 import logging
+import socket
 
 import fixtures
 
@@ -135,3 +136,147 @@ class TestServer(base.TestCase):
         server = wsgi_server.Server(_app, port=0)
         server.stop()
         server.stop()
+
+
+def _streaming_app(environ, start_response):
+    # A body of unknown length: no Content-Length header.
+    start_response('200 OK', [('Content-Type', 'text/plain')])
+    return iter([b'part one, ', b'part two'])
+
+
+def _echo_app(environ, start_response):
+    # Reads "all" of its input the careless way, read() without a size,
+    # or, on /ignore, none of it.
+    if environ['PATH_INFO'] == '/ignore':
+        body = b'ignored'
+    else:
+        body = environ['wsgi.input'].read()
+    start_response('200 OK', [('Content-Type', 'text/plain')])
+    return [environ['REQUEST_METHOD'].encode() + b' ' + body]
+
+
+def _recv_until_closed(sock):
+    chunks = []
+    while True:
+        data = sock.recv(65536)
+        if not data:
+            return b''.join(chunks)
+        chunks.append(data)
+
+
+class TestKeepAlive(base.TestCase):
+    """HTTP/1.1 persistent connections of the development server, over
+    real sockets."""
+
+    def _server(self, app, keepalive_timeout=30):
+        self.config(keepalive_timeout=keepalive_timeout, group='api')
+        server = wsgi_server.Server(app, port=0)
+        self.addCleanup(server.stop)
+        server.start()
+        return server
+
+    def _socket(self, server):
+        sock = socket.create_connection(('127.0.0.1', server.port),
+                                        timeout=30)
+        self.addCleanup(sock.close)
+        return sock
+
+    def test_two_requests_on_one_connection(self):
+        server = self._server(_echo_app)
+        conn = http.client.HTTPConnection('127.0.0.1', server.port,
+                                          timeout=30)
+        self.addCleanup(conn.close)
+        conn.request('POST', '/', body=b'first')
+        resp = conn.getresponse()
+        self.assertEqual(b'POST first', resp.read())
+        self.assertEqual('HTTP/1.1', 'HTTP/1.%d' % (resp.version % 10))
+        self.assertIsNone(resp.getheader('Connection'))
+        sock = conn.sock
+        self.assertIsNotNone(sock)
+        conn.request('GET', '/')
+        resp = conn.getresponse()
+        self.assertEqual(b'GET ', resp.read())
+        # http.client reconnects silently: the same socket proves the
+        # second request went over the first connection.
+        self.assertIs(sock, conn.sock)
+
+    def test_pipelined_requests(self):
+        server = self._server(_echo_app)
+        sock = self._socket(server)
+        sock.sendall(b'POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n'
+                     b'\r\nabc'
+                     b'POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n'
+                     b'Connection: close\r\n\r\ndef')
+        data = _recv_until_closed(sock)
+        self.assertEqual(2, data.count(b'HTTP/1.1 200 OK'))
+        self.assertIn(b'\r\n\r\nPOST abcHTTP/1.1 200 OK', data)
+        self.assertTrue(data.endswith(b'\r\n\r\nPOST def'), data)
+        self.assertEqual(1, data.count(b'Connection: close'))
+
+    def test_unread_body_does_not_leak_into_next_request(self):
+        server = self._server(_echo_app)
+        sock = self._socket(server)
+        sock.sendall(b'PUT /ignore HTTP/1.1\r\nHost: x\r\n'
+                     b'Content-Length: 13\r\n\r\nGET / HTTP/1.'
+                     b'GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n'
+                     b'\r\n')
+        data = _recv_until_closed(sock)
+        self.assertEqual(2, data.count(b'HTTP/1.1 200 OK'), data)
+        self.assertIn(b'PUT ignored', data)
+        self.assertTrue(data.endswith(b'\r\n\r\nGET '), data)
+
+    def test_response_without_length_closes(self):
+        server = self._server(_streaming_app)
+        sock = self._socket(server)
+        sock.sendall(b'GET / HTTP/1.1\r\nHost: x\r\n\r\n')
+        # The end of the body is the end of the connection.
+        data = _recv_until_closed(sock)
+        head, body = data.split(b'\r\n\r\n', 1)
+        self.assertIn(b'Connection: close', head)
+        self.assertNotIn(b'Content-Length', head)
+        self.assertEqual(b'part one, part two', body)
+
+    def test_client_asks_to_close(self):
+        server = self._server(_app)
+        sock = self._socket(server)
+        sock.sendall(b'GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n'
+                     b'\r\n')
+        data = _recv_until_closed(sock)
+        self.assertIn(b'Connection: close', data)
+        self.assertTrue(data.endswith(b'\r\n\r\nhello'))
+
+    def test_http_1_0_client_gets_one_response(self):
+        server = self._server(_app)
+        sock = self._socket(server)
+        sock.sendall(b'GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n')
+        data = _recv_until_closed(sock)
+        self.assertIn(b'Connection: close', data)
+        self.assertTrue(data.endswith(b'\r\n\r\nhello'))
+
+    def test_keepalive_disabled(self):
+        server = self._server(_app, keepalive_timeout=0)
+        sock = self._socket(server)
+        sock.sendall(b'GET / HTTP/1.1\r\nHost: x\r\n\r\n')
+        data = _recv_until_closed(sock)
+        self.assertIn(b'Connection: close', data)
+        self.assertTrue(data.endswith(b'\r\n\r\nhello'))
+
+    def test_idle_connection_is_closed(self):
+        server = self._server(_app, keepalive_timeout=1)
+        sock = self._socket(server)
+        sock.sendall(b'GET / HTTP/1.1\r\nHost: x\r\n\r\n')
+        # The server ends the connection after a second of idleness; the
+        # 30 s socket timeout of this client is only a safety net.
+        data = _recv_until_closed(sock)
+        self.assertNotIn(b'Connection: close', data)
+        self.assertTrue(data.endswith(b'\r\n\r\nhello'))
+
+    def test_stop_ends_idle_connections(self):
+        server = self._server(_app)
+        sock = self._socket(server)
+        sock.sendall(b'GET / HTTP/1.1\r\nHost: x\r\n\r\n')
+        head = sock.recv(65536)
+        while not head.endswith(b'hello'):
+            head += sock.recv(65536)
+        server.stop()
+        self.assertEqual(b'', _recv_until_closed(sock))

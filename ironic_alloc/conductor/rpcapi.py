@@ -13,6 +13,7 @@ than that release's version.
 
 import hashlib
 import random
+import threading
 import time
 
 from kombu import exceptions as kombu_exc
@@ -36,6 +37,12 @@ RPC_API_VERSION = '1.1'
 # until the broker is back, instead of answering.  One retry rides over a
 # connection the broker closed when it restarted.
 SEND_RETRIES = 1
+
+# NOTE: how long get_random_conductor(recent=True) reuses the list of live
+# conductors it read.  The database stays the source of truth: a pick that
+# died or stopped meanwhile only delays its allocation, which the live
+# conductors take over from the database.
+RECENTLY_ALIVE_SECONDS = 1.0
 
 
 def _wrap_transport_errors(f):
@@ -74,8 +81,12 @@ def _wrap_transport_errors(f):
 class ConductorAPI:
     """Client side of the conductor RPC API (see the module docstring)."""
 
+    recently_alive_seconds = RECENTLY_ALIVE_SECONDS
+
     def __init__(self, topic=rpc.CONDUCTOR_TOPIC):
         self.topic = topic
+        self._recently_alive = (None, [])
+        self._recently_alive_lock = threading.Lock()
         target = messaging.Target(topic=self.topic,
                                   version=RPC_API_VERSION)
         self.client = rpc.get_client(target)
@@ -122,12 +133,33 @@ class ConductorAPI:
         """All live conductors, for conductor_for_node()."""
         return self._alive(context)
 
-    def get_random_conductor(self, context):
-        """Any live conductor.  :raises: NoValidHost when none is alive."""
-        alive = self._alive(context)
+    def get_random_conductor(self, context, recent=False):
+        """Any live conductor.
+
+        :param recent: accept conductors seen alive up to
+            ``recently_alive_seconds`` ago, for work that the live
+            conductors take over when its owner dies (new allocations),
+            so that not every request reads the conductors table.
+        :raises: NoValidHost when none is alive.
+        """
+        alive = (self._recent_alive(context) if recent
+                 else self._alive(context))
         if not alive:
             raise exception.NoValidHost(reason='no conductor is alive')
         return random.choice(alive)
+
+    def _recent_alive(self, context):
+        with self._recently_alive_lock:
+            read_at, alive = self._recently_alive
+        now = time.monotonic()
+        if read_at is not None and now - read_at < self.recently_alive_seconds:
+            return alive
+        alive = self._alive(context)
+        # NOTE: an empty answer is not kept: a conductor that starts is
+        # used at once.
+        with self._recently_alive_lock:
+            self._recently_alive = (now if alive else None, alive)
+        return alive
 
     def _prepare_call(self, host, version='1.0'):
         """A call context bounded by ``[api]rpc_call_timeout`` in all.

@@ -407,8 +407,11 @@ class AllocationsController(rest.RestController):
             raise exception.Invalid('The resource_class field is mandatory '
                                     'when not backfilling')
         values['uuid'] = values['uuid'] or uuidutils.generate_uuid()
-        # NOTE: 503 only here, before anything is written.
-        conductor = api.request.rpcapi.get_random_conductor(context)
+        # NOTE: 503 only here, before anything is written.  A conductor
+        # seen alive a moment ago will do: should it be gone, the live ones
+        # take its allocations over.
+        conductor = api.request.rpcapi.get_random_conductor(context,
+                                                            recent=True)
         new = objects.Allocation(context, state=states.ALLOCATING,
                                  conductor_affinity=conductor.id, **values)
         new.create()

@@ -346,6 +346,66 @@ class TestHandBack(AllocationTestCase):
             self.assertEqual(self.me, allocation.conductor_affinity)
 
 
+class TestRecentlyAliveConductors(AllocationTestCase):
+    """The API's pick of a conductor for a new allocation may reuse a
+    recent list of live conductors; a pick gone meanwhile is taken over."""
+
+    # NOTE: no heartbeat of its own during a test, so that a conductor
+    # made to look dead stays so until the test touches it again.
+    conductor_opts = {'heartbeat_interval': 3600, 'heartbeat_timeout': 30,
+                      'check_allocations_interval': 1}
+
+    def _picks(self, rpcapi, recent, count=40):
+        return {rpcapi.get_random_conductor(self.context,
+                                            recent=recent).hostname
+                for _ in range(count)}
+
+    def test_recent_list_reused_until_it_expires(self):
+        rpcapi = self.rpcapi.__class__()
+        rpcapi.recently_alive_seconds = 3600
+        self.assertEqual({self.conductor.host}, self._picks(rpcapi, True))
+        conductor_obj.Conductor.register(self.context, 'new-host', '')
+        self.assertEqual({self.conductor.host}, self._picks(rpcapi, True))
+        # Without ``recent`` the table is read: 40 random picks out of
+        # two miss one of them with a probability of 2**-39.
+        self.assertEqual({self.conductor.host, 'new-host'},
+                         self._picks(rpcapi, False))
+        rpcapi.recently_alive_seconds = 0
+        self.assertEqual({self.conductor.host, 'new-host'},
+                         self._picks(rpcapi, True))
+
+    def test_no_live_conductor_is_not_remembered(self):
+        rpcapi = self.rpcapi.__class__()
+        rpcapi.recently_alive_seconds = 3600
+        _age_heartbeat(self.me, 3600)
+        self.assertRaises(exception.NoValidHost,
+                          rpcapi.get_random_conductor, self.context,
+                          recent=True)
+        self.assertTrue(self.conductor.service.conductor.touch())
+        self.assertEqual({self.conductor.host}, self._picks(rpcapi, True))
+
+    def test_pick_gone_since_is_taken_over(self):
+        node = utils.make_available_node(self.context)
+        gone = conductor_obj.Conductor.register(self.context, 'gone-host',
+                                                '')
+        rpcapi = self.rpcapi.__class__()
+        rpcapi.recently_alive_seconds = 3600
+        # Remember a list in which gone-host is the only live conductor.
+        _age_heartbeat(self.me, 3600)
+        picked = rpcapi.get_random_conductor(self.context, recent=True)
+        self.assertEqual('gone-host', picked.hostname)
+        self.assertTrue(self.conductor.service.conductor.touch())
+        _age_heartbeat(gone.id, 3600)
+        self.assertEqual('gone-host', rpcapi.get_random_conductor(
+            self.context, recent=True).hostname)
+        allocation = utils.make_allocation(self.context, picked.id)
+        result = utils.wait_for_allocations(self.context, [allocation.id],
+                                            timeout=20)[allocation.id]
+        self.assertEqual(states.ALLOCATION_ACTIVE, result.state)
+        self.assertEqual(self.me, result.conductor_affinity)
+        self.assertEqual(node.id, result.node_id)
+
+
 class TestRaces(base.DbTestCase):
     """Several conductors, many clients, fewer nodes than requests, and
     concurrent changes to the nodes and allocations involved."""

@@ -235,16 +235,26 @@ def sync_node(context, client, node_uuid):
     :returns: SyncReport.
     """
     report = SyncReport()
-    nodes = _all_nodes(context)
-    found = collisions(nodes)
-    node = next((n for n in nodes if n.uuid == node_uuid), None)
-    if node is None:
+    try:
+        node = node_obj.Node.get_by_uuid(context, node_uuid)
+    except exception.NodeNotFound:
         _delete_provider(client, node_uuid, report)
         return report
     rc = placement_resource_class(node.resource_class)
-    if rc in found:
-        _report_collisions({rc: found[rc]}, report)
-    _sync_one(client, node, rc in found, report)
+    # NOTE: one DISTINCT query instead of reading every node: only the
+    # classes that normalise like this node's need their members.
+    clashing = sorted(name for name in node_obj.Node.resource_classes(
+        context) if placement_resource_class(name) == rc)
+    colliding = rc is not None and len(clashing) > 1
+    if colliding:
+        members = []
+        for name in clashing:
+            members.extend(n.uuid for n in node_obj.Node.list(
+                context, filters={'resource_class': name}))
+        _report_collisions({rc: exception.ResourceClassCollision(
+            names=', '.join(clashing), placement_class=rc,
+            nodes=', '.join(sorted(members)))}, report)
+    _sync_one(client, node, colliding, report)
     return report
 
 

@@ -66,6 +66,10 @@ class Connection(metaclass=abc.ABCMeta):
         """
 
     @abc.abstractmethod
+    def get_node_resource_classes(self):
+        """The distinct resource classes of all nodes (None left out)."""
+
+    @abc.abstractmethod
     def update_node(self, node_id, values):
         """Update a node; ``values['traits']`` is not accepted here.
 

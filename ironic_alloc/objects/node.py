@@ -113,6 +113,11 @@ class Node(base.IronicAllocObject):
         """{id: uuid} for the given node ids, in one query."""
         return cls.dbapi.get_node_uuids(ids)
 
+    @classmethod
+    def resource_classes(cls, context):
+        """The distinct resource classes of all nodes, in one query."""
+        return cls.dbapi.get_node_resource_classes()
+
     # Writes
 
     def create(self, context=None):

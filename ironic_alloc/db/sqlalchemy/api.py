@@ -352,6 +352,12 @@ class Connection(api.Connection):
             return _paginate_query(models.Node, limit, marker_obj, sort_key,
                                    sort_dir, query)
 
+    def get_node_resource_classes(self):
+        with _session_for_read() as session:
+            return {row.resource_class for row in session.query(
+                models.Node.resource_class).filter(
+                    models.Node.resource_class.isnot(None)).distinct()}
+
     @retry_on_conflict
     def update_node(self, node_id, values):
         if 'traits' in values:

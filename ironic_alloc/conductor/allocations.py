@@ -13,6 +13,7 @@ from oslo_utils import uuidutils
 
 from ironic_alloc.common import exception
 from ironic_alloc.common import states
+from ironic_alloc.conductor import placement_claims
 from ironic_alloc.conf import CONF
 from ironic_alloc.db import api as db_api
 from ironic_alloc.objects import allocation as allocation_obj
@@ -33,9 +34,12 @@ def criteria_of(allocation):
             'owner': allocation.owner}
 
 
-def do_allocate(context, allocation_id, conductor_id):
+def do_allocate(context, allocation_id, conductor_id,
+                placement_client=None):
     """Find and reserve a node for an allocation, or set it to error.
 
+    :param placement_client: with [allocation]backend = placement, the
+        client through which nodes are claimed in Placement first.
     :returns: the node id reserved, or None.
     """
     try:
@@ -48,20 +52,46 @@ def do_allocate(context, allocation_id, conductor_id):
         return None
     criteria = criteria_of(allocation)
     try:
-        node_id = _reserve_some_node(allocation, criteria, conductor_id)
+        if placement_client is None:
+            node_id = _reserve_some_node(allocation, criteria, conductor_id)
+        else:
+            node_id = placement_claims.reserve_some_node(
+                context, placement_client, allocation, criteria,
+                conductor_id)
     except exception.AllocationLost:
         LOG.info('Allocation %s was deleted or taken over while being '
                  'processed', allocation.uuid)
+        return None
+    except (exception.PlacementUnavailable,
+            exception.PlacementRequestFailed) as exc:
+        # NOTE: keystoneauth1's timeout and retries bound each request;
+        # the allocation fails instead of waiting for Placement.  A claim
+        # that may have been made is released now or by the periodic
+        # sync (the allocation is in error, so no longer holds it).
+        if _fail(allocation, conductor_id,
+                 'Placement could not be used: %s' % exc):
+            placement_claims.release_quietly(placement_client,
+                                             allocation.uuid)
         return None
     if node_id is not None:
         LOG.info('Allocation %(alloc)s reserved node %(node)s',
                  {'alloc': allocation.uuid, 'node': node_id})
         return node_id
     reason = 'No candidate node: %s.' % dbapi.explain_no_candidates(criteria)
-    if dbapi.fail_allocation(allocation_id, conductor_id, reason):
-        LOG.info('Allocation %(alloc)s failed: %(reason)s',
-                 {'alloc': allocation.uuid, 'reason': reason})
+    _fail(allocation, conductor_id, reason)
     return None
+
+
+def _fail(allocation, conductor_id, reason):
+    """Set the allocation to error unless it is no longer ours.
+
+    :returns: True when it was set.
+    """
+    if not dbapi.fail_allocation(allocation.id, conductor_id, reason):
+        return False
+    LOG.info('Allocation %(alloc)s failed: %(reason)s',
+             {'alloc': allocation.uuid, 'reason': reason})
+    return True
 
 
 def _reserve_some_node(allocation, criteria, conductor_id):
@@ -90,12 +120,22 @@ def _reserve_some_node(allocation, criteria, conductor_id):
     return None
 
 
-def destroy(context, allocation):
-    """Delete an allocation, freeing its node.
+def destroy(context, allocation, placement_client=None,
+            node_states=DEALLOCATION_STATES):
+    """Delete an allocation, freeing its node, and release its Placement
+    claim when ``placement_client`` is given.
 
+    The claim is released after the row is gone: a release that fails
+    (Placement down) leaves a claim that no allocation holds, which the
+    periodic sync releases; the node is free in our database at once.
+
+    :param node_states: provision states the node must be in unless it is
+        in maintenance; None: any.
     :raises: InvalidState when the node is deployed and not in
         maintenance, AllocationNotFound.
     """
-    allocation.destroy(node_states=DEALLOCATION_STATES)
+    allocation.destroy(node_states=node_states)
     LOG.info('Allocation %(alloc)s deleted (node id %(node)s)',
              {'alloc': allocation.uuid, 'node': allocation.node_id})
+    if placement_client is not None:
+        placement_claims.release_quietly(placement_client, allocation.uuid)

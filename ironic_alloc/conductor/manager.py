@@ -6,9 +6,11 @@ import oslo_messaging as messaging
 from ironic_alloc.common import exception
 from ironic_alloc.conductor import allocations
 from ironic_alloc.conductor import nodes
+from ironic_alloc.conductor import placement_claims
 from ironic_alloc.conductor import provisioning
 from ironic_alloc.conductor import task
 from ironic_alloc.objects import allocation as allocation_obj
+from ironic_alloc.objects import node as node_obj
 
 LOG = log.getLogger(__name__)
 
@@ -40,36 +42,49 @@ class ConductorManager:
                     and node.allocation_id):
                 # NOTE: removing the instance removes its allocation.
                 allocations.destroy(context, allocation_obj.Allocation.
-                                    get_by_id(context, node.allocation_id))
+                                    get_by_id(context, node.allocation_id),
+                                    self.service.placement_client)
                 node.refresh()
             node.update(changes)
             node.save()
         node.reservation = None
         node.obj_reset_changes(['reservation'])
+        self.service.sync_node_later(node.uuid)
         return node
 
     @messaging.expected_exceptions(*_EXPECTED)
     def destroy_node(self, context, node_id):
         with task.node_lock(context, node_id, self.host) as lock:
             nodes.check_destroy(lock.node)
+            # NOTE: a node deleted in maintenance takes its allocation
+            # along; its Placement claim goes after the rows.
+            claimed_by = None
+            if lock.node.allocation_id:
+                claimed_by = allocation_obj.Allocation.get_by_id(
+                    context, lock.node.allocation_id).uuid
             lock.node.destroy()
             lock.handoff()  # the row is gone: nothing to release
         LOG.info('Node %s deleted', lock.node.uuid)
+        self._release_claim(claimed_by)
+        self.service.sync_node_later(lock.node.uuid)
 
     @messaging.expected_exceptions(*_EXPECTED)
     def set_node_traits(self, context, node_id, traits):
         with task.node_lock(context, node_id, self.host) as lock:
             lock.node.set_traits(traits)
+        self.service.sync_node_later(lock.node.uuid)
 
     @messaging.expected_exceptions(*_EXPECTED)
     def add_node_trait(self, context, node_id, trait):
         with task.node_lock(context, node_id, self.host) as lock:
             lock.node.add_trait(trait)
+        self.service.sync_node_later(lock.node.uuid)
 
     @messaging.expected_exceptions(*_EXPECTED)
     def remove_node_trait(self, context, node_id, trait):
         with task.node_lock(context, node_id, self.host) as lock:
             lock.node.remove_trait(trait)
+        self.service.sync_node_later(lock.node.uuid)
 
     @messaging.expected_exceptions(*_EXPECTED)
     def do_provisioning_action(self, context, node_id, action,
@@ -84,6 +99,7 @@ class ConductorManager:
                               'target_provision_state': None,
                               'last_error': None})
                 lock.handoff()
+                self.service.sync_node_later(lock.node.uuid)
                 return
             rollback = {'provision_state': lock.node.provision_state,
                         'target_provision_state':
@@ -113,8 +129,26 @@ class ConductorManager:
 
     @messaging.expected_exceptions(*_EXPECTED)
     def destroy_allocation(self, context, allocation_id):
-        allocations.destroy(context, allocation_obj.Allocation.get_by_id(
-            context, allocation_id))
+        allocation = allocation_obj.Allocation.get_by_id(context,
+                                                         allocation_id)
+        allocations.destroy(context, allocation,
+                            self.service.placement_client)
+        if allocation.node_id is not None:
+            self._sync_node_id(context, allocation.node_id)
+
+    # Placement ([allocation]backend = placement; no-ops otherwise)
+
+    def _release_claim(self, allocation_uuid):
+        if allocation_uuid and self.service.placement_client is not None:
+            placement_claims.release_quietly(self.service.placement_client,
+                                             allocation_uuid)
+
+    def _sync_node_id(self, context, node_id):
+        if self.service.placement_client is None:
+            return
+        for node_uuid in node_obj.Node.uuids_by_id(context,
+                                                   [node_id]).values():
+            self.service.sync_node_later(node_uuid)
 
     # Workers (run on the service's pool, holding the node lock)
 
@@ -130,8 +164,10 @@ class ConductorManager:
                                                 on_state=write_intermediate)
             if action == 'undeploy' and node.allocation_id:
                 # NOTE: tear-down ends the allocation (rebuild keeps it).
-                allocation_obj.Allocation.get_by_id(
-                    context, node.allocation_id).destroy()
+                allocations.destroy(context, allocation_obj.Allocation.
+                                    get_by_id(context, node.allocation_id),
+                                    self.service.placement_client,
+                                    node_states=None)
         except Exception as exc:
             LOG.exception('Node %(node)s: %(action)s failed',
                           {'node': node.uuid, 'action': action})
@@ -139,6 +175,7 @@ class ConductorManager:
                       'target_provision_state': None,
                       'last_error': '%s failed: %s' % (action, exc)}
         lock.release(values)
+        self.service.sync_node_later(node.uuid)
         LOG.info('Node %(node)s: %(action)s finished in %(state)s',
                  {'node': node.uuid, 'action': action,
                   'state': values['provision_state']})
@@ -151,3 +188,4 @@ class ConductorManager:
             values = {'target_power_state': None,
                       'last_error': 'Power action failed: %s' % exc}
         lock.release(values)
+        self.service.sync_node_later(lock.node.uuid)

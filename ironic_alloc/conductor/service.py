@@ -13,11 +13,15 @@ import oslo_messaging as messaging
 
 from ironic_alloc.common import context as ia_context
 from ironic_alloc.common import exception
+from ironic_alloc.common import placement
 from ironic_alloc.common import rpc
 from ironic_alloc.common import states
 from ironic_alloc.conductor import allocations
 from ironic_alloc.conductor import manager
+from ironic_alloc.conductor import placement_claims
+from ironic_alloc.conductor import placement_sync
 from ironic_alloc.conductor import rpcapi
+from ironic_alloc.conf import allocation as allocation_conf
 from ironic_alloc.conf import CONF
 from ironic_alloc.db import api as db_api
 from ironic_alloc.objects import conductor as conductor_obj
@@ -54,6 +58,12 @@ class ConductorService:
         # Futures of the pool's work, awaited by a graceful stop.
         self._pending = set()
         self._pending_lock = threading.Lock()
+        # [allocation]backend = placement: the client, and one thread
+        # that mirrors changed nodes to Placement after the change.
+        self.placement_client = None
+        self._sync_pool = None
+        self._sync_queued = set()
+        self._sync_lock = threading.Lock()
 
     # Life cycle
 
@@ -76,6 +86,9 @@ class ConductorService:
         self._pool = futurist.ThreadPoolExecutor(
             max_workers=size,
             check_and_reject=rejection.reject_when_reached(size))
+        if CONF.allocation.backend == allocation_conf.PLACEMENT:
+            self.placement_client = placement.PlacementClient()
+            self._sync_pool = futurist.ThreadPoolExecutor(max_workers=1)
         self.manager = manager.ConductorManager(self)
 
         self._heartbeat_thread = threading.Thread(
@@ -111,6 +124,8 @@ class ConductorService:
             if graceful:
                 self._wait_for_work()
             self._pool.shutdown(wait=False)
+        if self._sync_pool is not None:
+            self._sync_pool.shutdown(wait=graceful)
         if graceful and self.conductor is not None:
             self._hand_back_allocations()
         if self._heartbeat_thread is not None:
@@ -201,7 +216,8 @@ class ConductorService:
             self._in_flight.add(allocation_id)
         try:
             future = self._submit(allocations.do_allocate, self.context,
-                                  allocation_id, self.conductor.id)
+                                  allocation_id, self.conductor.id,
+                                  self.placement_client)
         except (futurist.RejectedSubmission, RuntimeError):
             with self._in_flight_lock:
                 self._in_flight.discard(allocation_id)
@@ -219,6 +235,10 @@ class ConductorService:
             LOG.error('Processing allocation %(id)s failed; it is retried '
                       'by the next re-drive: %(exc)s',
                       {'id': allocation_id, 'exc': future.exception()})
+        elif future.result() is not None and self._sync_pool is not None:
+            # NOTE: the reserved node is no longer pickable: reserved = 1
+            # on its provider, on top of the claim.
+            self._submit_sync(self._sync_node_id, future.result())
 
     def _redrive_allocations(self):
         """Restart work on this conductor's allocating rows (the database
@@ -308,6 +328,9 @@ class ConductorService:
         if CONF.conductor.sync_local_state_interval:
             tasks.append(_periodic(CONF.conductor.sync_local_state_interval,
                                    self._release_dead_locks))
+        if self.placement_client is not None and CONF.placement.sync_interval:
+            tasks.append(_periodic(CONF.placement.sync_interval,
+                                   self.sync_placement))
         return tasks
 
     def _start_periodics(self):
@@ -331,6 +354,61 @@ class ConductorService:
             self._periodic_thread.join()
             self._periodic_worker = None
 
+    # Placement ([allocation]backend = placement)
+
+    def sync_placement(self):
+        """The full pass: release the claims no allocation holds, then
+        bring every provider in line with its node (and delete those of
+        deleted nodes, now unclaimed)."""
+        released = placement_claims.release_stale_claims(
+            self.context, self.placement_client)
+        if released:
+            LOG.info('Released %d stale Placement claims', released)
+        return placement_sync.sync_all(self.context, self.placement_client)
+
+    def sync_node_later(self, node_uuid):
+        """Mirror one changed node to Placement soon, best effort (the
+        full pass repairs a failure).  A no-op with the database backend.
+        """
+        if self._sync_pool is None:
+            return
+        with self._sync_lock:
+            if node_uuid in self._sync_queued:
+                return
+            self._sync_queued.add(node_uuid)
+        if not self._submit_sync(self._sync_node, node_uuid):
+            with self._sync_lock:
+                self._sync_queued.discard(node_uuid)
+
+    def _submit_sync(self, func, *args):
+        try:
+            self._sync_pool.submit(func, *args)
+            return True
+        except RuntimeError:
+            # NOTE: stopping: the next full pass of a conductor syncs it.
+            return False
+
+    def _sync_node_id(self, node_id):
+        try:
+            uuids = node_obj.Node.uuids_by_id(self.context, [node_id])
+        except Exception:
+            LOG.exception('Reading node %s failed', node_id)
+            return
+        for node_uuid in uuids.values():
+            self.sync_node_later(node_uuid)
+
+    def _sync_node(self, node_uuid):
+        # NOTE: dequeued before the node is read, so a change made while
+        # this sync runs queues another one.
+        with self._sync_lock:
+            self._sync_queued.discard(node_uuid)
+        try:
+            placement_sync.sync_node(self.context, self.placement_client,
+                                     node_uuid)
+        except Exception:
+            LOG.exception('Synchronising node %s to Placement failed; the '
+                          'next full pass retries', node_uuid)
+
     def _release_dead_locks(self):
         try:
             released = node_obj.Node.release_dead_reservations(
@@ -348,7 +426,8 @@ def _periodic_spacings():
     """The configured intervals of the periodic tasks."""
     return (CONF.conductor.allocation_redrive_interval,
             CONF.conductor.check_allocations_interval,
-            CONF.conductor.sync_local_state_interval)
+            CONF.conductor.sync_local_state_interval,
+            CONF.placement.sync_interval)
 
 
 def _periodic(spacing, func, run_immediately=False):

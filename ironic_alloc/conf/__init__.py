@@ -2,6 +2,7 @@
 
 from oslo_config import cfg
 
+from ironic_alloc.conf import allocation
 from ironic_alloc.conf import api
 from ironic_alloc.conf import conductor
 from ironic_alloc.conf import database
@@ -11,6 +12,7 @@ from ironic_alloc.conf import policy
 
 CONF = cfg.CONF
 
+allocation.register_opts(CONF)
 api.register_opts(CONF)
 conductor.register_opts(CONF)
 database.register_opts(CONF)

@@ -5,6 +5,7 @@ import itertools
 from oslo_config import cfg
 from oslo_log import log
 
+from ironic_alloc.conf import allocation
 from ironic_alloc.conf import api
 from ironic_alloc.conf import conductor
 from ironic_alloc.conf import database
@@ -14,6 +15,7 @@ from ironic_alloc.conf import policy
 
 _opts = [
     ('DEFAULT', default.service_opts),
+    (allocation.GROUP, allocation.allocation_opts),
     ('api', api.api_opts),
     ('conductor', conductor.conductor_opts),
     ('database', database.sqlite_opts),

@@ -60,8 +60,32 @@ def _adapter_opts():
         ks_loading.get_adapter_conf_options(include_deprecated=False))
 
 
+# Options of ours, used with [allocation]backend = placement.
+placement_opts = [
+    cfg.IntOpt('sync_interval',
+               default=600,
+               mutable=True,
+               min=0,
+               help='Seconds between full passes in which a conductor '
+                    'brings every resource provider in Placement in line '
+                    'with the nodes and releases claims that no allocation '
+                    'holds any more (left by a Placement outage or a '
+                    'crash). Only with [allocation]backend = placement. '
+                    'Single node changes are synchronised as they happen; '
+                    'this pass repairs what they missed. 0 disables it.'),
+    cfg.IntOpt('allocation_candidate_limit',
+               default=16,
+               mutable=True,
+               min=1,
+               help='How many candidates one allocation asks Placement '
+                    'for (GET /allocation_candidates, randomised by '
+                    'Placement) and tries in turn before it asks again.'),
+]
+
+
 def register_opts(conf):
     conf.register_group(_opt_group())
+    conf.register_opts(placement_opts, group=GROUP)
     conf.register_opts(_session_opts(), group=GROUP)
     ks_loading.register_auth_conf_options(conf, GROUP)
     conf.register_opts(_adapter_opts(), group=GROUP)
@@ -69,8 +93,8 @@ def register_opts(conf):
 
 def list_opts():
     """The options of [placement] as the sample and the docs show them."""
-    opts = (_session_opts() + ks_loading.get_auth_common_conf_options()
-            + _adapter_opts())
+    opts = (placement_opts + _session_opts()
+            + ks_loading.get_auth_common_conf_options() + _adapter_opts())
     seen = {opt.dest for opt in opts}
     for plugin in _SAMPLE_AUTH_PLUGINS:
         for opt in ks_loading.get_auth_plugin_conf_options(plugin):

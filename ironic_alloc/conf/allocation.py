@@ -1,0 +1,30 @@
+"""[allocation]: which backend picks and claims nodes for allocations."""
+
+from oslo_config import cfg
+
+GROUP = 'allocation'
+
+DATABASE = 'database'
+PLACEMENT = 'placement'
+
+opt_group = cfg.OptGroup(name=GROUP,
+                         title='Options for processing allocations')
+
+allocation_opts = [
+    cfg.StrOpt('backend',
+               default=DATABASE,
+               choices=[(DATABASE, 'Nodes are searched and reserved in '
+                         'ironic_alloc\'s own database only.'),
+                        (PLACEMENT, 'Nodes are mirrored as resource '
+                         'providers in OpenStack Placement (the '
+                         '[placement] options) and claimed there, then '
+                         'reserved in the database like with "database".')],
+               help='Where allocations find and claim their nodes. Every '
+                    'conductor of a deployment must use the same backend; '
+                    'changing it needs a restart of the conductors.'),
+]
+
+
+def register_opts(conf):
+    conf.register_group(opt_group)
+    conf.register_opts(allocation_opts, group=opt_group)

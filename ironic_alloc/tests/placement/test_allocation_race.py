@@ -1,0 +1,159 @@
+"""Hundreds of concurrent allocation requests over real HTTP with
+[allocation]backend = placement: three real conductors, Placement on
+PostgreSQL with several workers (where it can give one unit to two
+consumers).  No node may be given twice in our database, and Placement
+must hold exactly the claims of the active allocations: none leaked.
+"""
+
+import http.client
+import json
+import threading
+import time
+
+from ironic_alloc.api import app as api_app
+from ironic_alloc.api import hooks
+from ironic_alloc.common import states
+from ironic_alloc.common import wsgi_server
+from ironic_alloc.conductor import placement_sync
+from ironic_alloc.tests.functional.conductor import utils
+from ironic_alloc.tests.functional import fixtures as ia_fixtures
+from ironic_alloc.tests.placement import base
+from ironic_alloc.tests.placement import test_allocations
+
+HEADERS = {'Content-Type': 'application/json',
+           'X-OpenStack-Ironic-API-Version': '1.79'}
+NODES = 40
+REQUESTS = 200
+CLIENTS = 20
+WAIT = 120
+
+
+class TestPlacementAllocationRace(base.PlacementTestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.server = self.start_placement('postgresql')
+        self.pg_client = self.make_client(self.server)
+        test_allocations.use_placement_backend(self, self.server)
+        self.config(auth_strategy='noauth')
+        for host in ('race-a', 'race-b', 'race-c'):
+            self.useFixture(ia_fixtures.ConductorFixture(
+                host=host, allocation_redrive_interval=2))
+        hooks.reset_rpcapi()
+        self.addCleanup(hooks.reset_rpcapi)
+        self.api = wsgi_server.Server(api_app.setup_app(), '127.0.0.1', 0)
+        self.api.start()
+        self.addCleanup(self.api.stop)
+
+    def request(self, conn, method, path, body=None):
+        conn.request(method, path, body=json.dumps(body) if body else None,
+                     headers=HEADERS)
+        response = conn.getresponse()
+        data = response.read()
+        return response.status, json.loads(data) if data else None
+
+    def _in_parallel(self, func, chunks):
+        failures = []
+
+        def run(chunk):
+            conn = http.client.HTTPConnection('127.0.0.1', self.api.port,
+                                              timeout=WAIT)
+            try:
+                func(conn, chunk)
+            except Exception as exc:
+                failures.append(exc)
+            finally:
+                conn.close()
+
+        threads = [threading.Thread(target=run, args=(chunk,))
+                   for chunk in chunks]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        self.assertEqual([], failures)
+
+    def _post_all(self):
+        created = []
+        lock = threading.Lock()
+
+        def post(conn, count):
+            for _ in range(count):
+                status, body = self.request(
+                    conn, 'POST', '/v1/allocations',
+                    {'resource_class': 'gold', 'traits': ['CUSTOM_RACE']})
+                if status != 201:
+                    raise AssertionError('POST: %s %s' % (status, body))
+                with lock:
+                    created.append(body['uuid'])
+
+        self._in_parallel(post, [REQUESTS // CLIENTS] * CLIENTS)
+        return created
+
+    def _wait_done(self, conn, uuids):
+        results = {}
+        deadline = time.monotonic() + WAIT
+        for uuid in uuids:
+            while True:
+                _s, body = self.request(conn, 'GET',
+                                        '/v1/allocations/%s' % uuid)
+                if body['state'] != states.ALLOCATING:
+                    results[uuid] = body
+                    break
+                self.assertLess(time.monotonic(), deadline, body)
+                time.sleep(0.05)
+        return results
+
+    def claims_by_provider(self, nodes):
+        return {node.uuid: set(self.pg_client.get(
+            '/resource_providers/%s/allocations' % node.uuid)['allocations'])
+            for node in nodes}
+
+    def test_race_then_release_all(self):
+        nodes = [utils.make_available_node(
+            self.context, name='race-node-%d' % i, traits=['CUSTOM_RACE'])
+            for i in range(NODES)]
+        # Nodes the race must not touch: no trait, or in maintenance.
+        others = [utils.make_available_node(self.context),
+                  utils.make_available_node(self.context, maintenance=True,
+                                            traits=['CUSTOM_RACE'])]
+        self.assertTrue(placement_sync.sync_all(
+            self.context, self.pg_client).ok)
+
+        uuids = self._post_all()
+        conn = http.client.HTTPConnection('127.0.0.1', self.api.port,
+                                          timeout=WAIT)
+        results = self._wait_done(conn, uuids)
+        active = {uuid: body['node_uuid'] for uuid, body in results.items()
+                  if body['state'] == states.ALLOCATION_ACTIVE}
+        errors = [body for body in results.values()
+                  if body['state'] == states.ALLOCATION_ERROR]
+        print('Placement race: %d POSTs from %d clients, 3 conductors, %d '
+              'nodes -> %d active, %d error'
+              % (REQUESTS, CLIENTS, NODES, len(active), len(errors)))
+        self.assertEqual(NODES, len(active))
+        self.assertEqual(REQUESTS - NODES, len(errors))
+        # Zero double allocations in our database...
+        self.assertEqual(NODES, len(set(active.values())))
+        self.assertEqual([], utils.check_invariant())
+        # ...and Placement holds exactly the active allocations' claims.
+        expected = {node_uuid: {uuid} for uuid, node_uuid in active.items()}
+        expected.update({o.uuid: set() for o in others})
+        self.assertEqual(expected, self.claims_by_provider(nodes + others))
+
+        def delete(conn, chunk):
+            for uuid in chunk:
+                status, body = self.request(conn, 'DELETE',
+                                            '/v1/allocations/%s' % uuid)
+                if status != 204:
+                    raise AssertionError('DELETE: %s %s' % (status, body))
+
+        actives = sorted(active)
+        self._in_parallel(delete, [actives[i::8] for i in range(8)])
+        for uuid in uuids:
+            status, _body = self.request(conn, 'DELETE',
+                                         '/v1/allocations/%s' % uuid)
+            self.assertIn(status, (204, 404))
+        conn.close()
+        self.assertEqual({n.uuid: set() for n in nodes + others},
+                         self.claims_by_provider(nodes + others))

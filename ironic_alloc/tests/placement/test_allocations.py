@@ -1,0 +1,397 @@
+"""Allocations with [allocation]backend = placement: real conductors, our
+database and a real Placement; the scenarios of the database backend
+(tests/functional/conductor/test_allocations.py) plus claims, releases,
+resume and outages, read back through Placement's API."""
+
+import socket
+import time
+
+from keystoneauth1 import loading as ks_loading
+from oslo_utils import uuidutils
+
+from ironic_alloc.common import exception
+from ironic_alloc.common import placement
+from ironic_alloc.common import states
+from ironic_alloc.conductor import allocations
+from ironic_alloc.conductor import placement_claims
+from ironic_alloc.conductor import placement_sync
+from ironic_alloc.conf import CONF
+from ironic_alloc.db import api as db_api
+from ironic_alloc.objects import allocation as allocation_obj
+from ironic_alloc.objects import conductor as conductor_obj
+from ironic_alloc.tests.functional.conductor import utils
+from ironic_alloc.tests.functional import fixtures as ia_fixtures
+from ironic_alloc.tests.placement import base
+from ironic_alloc.tests.placement import fixtures as pl_fixtures
+
+WAIT = 30
+
+dbapi = db_api.get_instance()
+
+
+def unused_url():
+    """A loopback URL where nothing listens (a Placement that is down)."""
+    with socket.socket() as sock:
+        sock.bind(('127.0.0.1', 0))
+        port = sock.getsockname()[1]
+    return 'http://127.0.0.1:%d' % port
+
+
+def use_placement_backend(test, server, **placement_opts):
+    """Point the global [placement] options at ``server`` and select the
+    placement backend, for the conductors the test starts."""
+    CONF.register_opts(ks_loading.get_auth_plugin_conf_options(
+        'admin_token'), group='placement')
+    test.config(backend='placement', group='allocation')
+    settings = {'auth_type': 'admin_token', 'endpoint': server.url,
+                'token': pl_fixtures.TOKEN, 'sync_interval': 0}
+    settings.update(placement_opts)
+    test.config(group='placement', **settings)
+
+
+class PlacementAllocationTestCase(base.PlacementTestCase):
+
+    hosts = ('pl-conductor',)
+
+    def setUp(self):
+        super().setUp()
+        use_placement_backend(self, self.placement)
+        self.conductors = [self.useFixture(ia_fixtures.ConductorFixture(
+            host=host)) for host in self.hosts]
+        self.conductor = self.conductors[0]
+        self.service = self.conductor.service
+        self.rpcapi = self.conductor.rpcapi
+        self.me = self.service.conductor.id
+
+    def node(self, **kw):
+        return utils.make_available_node(self.context, **kw)
+
+    def sync(self):
+        report = placement_sync.sync_all(self.context, self.client)
+        self.assertTrue(report.ok, report)
+
+    def allocate(self, **kw):
+        allocation = utils.make_allocation(self.context, self.me, **kw)
+        self.rpcapi.create_allocation(self.context, allocation.id,
+                                      self.conductor.host)
+        return utils.wait_for_allocations(self.context,
+                                          [allocation.id])[allocation.id]
+
+    def claims(self, allocation_uuid, client=None):
+        return set((client or self.client).get(
+            '/allocations/%s' % allocation_uuid)['allocations'])
+
+    def consumers(self, node_uuid, client=None):
+        return set((client or self.client).get(
+            '/resource_providers/%s/allocations' % node_uuid)['allocations'])
+
+    def reserved(self, node_uuid):
+        inventories = self.client.get('/resource_providers/%s/inventories'
+                                      % node_uuid)['inventories']
+        return {rc: inv['reserved'] for rc, inv in inventories.items()}
+
+    def wait_for(self, predicate, what):
+        deadline = time.monotonic() + WAIT
+        while not predicate():
+            if time.monotonic() > deadline:
+                self.fail('%s did not happen within %ss' % (what, WAIT))
+            time.sleep(0.05)
+
+    def assertClaimed(self, allocation, node):
+        self.assertEqual(states.ALLOCATION_ACTIVE, allocation.state,
+                         allocation.last_error)
+        self.assertEqual(node.id, allocation.node_id)
+        self.assertEqual({node.uuid}, self.claims(allocation.uuid))
+        self.assertEqual({allocation.uuid}, self.consumers(node.uuid))
+
+    def assertInvariant(self):
+        self.assertEqual([], utils.check_invariant())
+
+
+class TestPicking(PlacementAllocationTestCase):
+
+    def test_resource_class_and_traits(self):
+        self.node(traits=['CUSTOM_A'])
+        self.node(resource_class='silver', traits=['CUSTOM_A', 'CUSTOM_B'])
+        node = self.node(traits=['CUSTOM_A', 'CUSTOM_B', 'CUSTOM_C'],
+                         instance_info={'image_source': 'http://x/y.img'})
+        self.sync()
+        allocation = self.allocate(traits=['CUSTOM_B', 'CUSTOM_A'])
+        self.assertClaimed(allocation, node)
+        node.refresh()
+        self.assertEqual(allocation.uuid, node.instance_uuid)
+        self.assertEqual({'image_source': 'http://x/y.img',
+                          'traits': ['CUSTOM_A', 'CUSTOM_B']},
+                         node.instance_info)
+        # The conductor marks the claimed node reserved after the fact.
+        self.wait_for(lambda: self.reserved(node.uuid) == {'CUSTOM_GOLD': 1},
+                      'reserved = 1 on the claimed node')
+        self.assertInvariant()
+
+    def test_skips_unusable_nodes(self):
+        self.node(maintenance=True)
+        self.node(power_state=None)
+        self.node(instance_uuid=uuidutils.generate_uuid())
+        utils.make_node(self.context, provision_state=states.MANAGEABLE,
+                        power_state=states.POWER_OFF)
+        self.node(resource_class='silver')
+        good = self.node()
+        self.sync()
+        self.assertClaimed(self.allocate(), good)
+
+    def test_name_first(self):
+        nodes = [self.node(name='node-%d' % i) for i in range(5)]
+        self.sync()
+        allocation = self.allocate(name='node-3')
+        self.assertClaimed(allocation, nodes[3])
+
+    def test_candidate_nodes_and_owner(self):
+        # NOTE: owners and candidate lists are searched in our database
+        # and their providers claimed directly.
+        mine = self.node(owner='p1')
+        leased = self.node(lessee='p1')
+        self.node(owner='p2')
+        self.sync()
+        a1 = self.allocate(owner='p1', candidate_nodes=[leased.uuid])
+        self.assertClaimed(a1, leased)
+        a2 = self.allocate(owner='p1')
+        self.assertClaimed(a2, mine)
+        self.assertEqual('p1', self.client.get(
+            '/allocations/%s' % a2.uuid)['project_id'])
+        a3 = self.allocate(owner='p1')
+        self.assertEqual(states.ALLOCATION_ERROR, a3.state)
+        self.assertIn('owned or leased by "p1"', a3.last_error)
+        self.assertEqual(set(), self.claims(a3.uuid))
+
+    def test_error_names_the_constraint(self):
+        node = self.node(traits=['CUSTOM_A'])
+        self.node(resource_class='silver')
+        self.sync()
+        cases = [
+            (dict(resource_class='bronze'), 'no node has resource class '
+             '"bronze"'),
+            (dict(resource_class='silver', candidate_nodes=[node.uuid]),
+             'none of the candidate nodes'),
+            (dict(traits=['CUSTOM_B']), "all the traits ['CUSTOM_B']"),
+        ]
+        for kw, message in cases:
+            allocation = self.allocate(**kw)
+            self.assertEqual(states.ALLOCATION_ERROR, allocation.state)
+            self.assertIn(message, allocation.last_error)
+            self.assertEqual(set(), self.claims(allocation.uuid))
+        self.assertEqual(set(), self.consumers(node.uuid))
+
+    def test_node_placement_does_not_offer_yet(self):
+        # A node made available behind the sync's back: Placement still
+        # has it reserved, our database has it free.  It is repaired and
+        # claimed instead of a "no candidate" answer.
+        node = self.node(maintenance=True)
+        self.sync()
+        node.maintenance = False
+        node.save()
+        self.assertClaimed(self.allocate(), node)
+
+    def test_every_node_once(self):
+        nodes = [self.node() for _ in range(3)]
+        self.sync()
+        allocations = [self.allocate() for _ in range(4)]
+        self.assertEqual({n.id for n in nodes},
+                         {a.node_id for a in allocations[:3]})
+        self.assertEqual(states.ALLOCATION_ERROR, allocations[3].state)
+        self.assertEqual(set(), self.claims(allocations[3].uuid))
+        self.assertInvariant()
+
+
+class TestRelease(PlacementAllocationTestCase):
+
+    def _active(self, **node_kw):
+        node = self.node(**node_kw)
+        self.sync()
+        allocation = self.allocate()
+        self.assertClaimed(allocation, node)
+        node.refresh()
+        return node, allocation
+
+    def _assert_released(self, node, allocation):
+        self.assertEqual(set(), self.claims(allocation.uuid))
+        self.wait_for(lambda: self.reserved(node.uuid) == {'CUSTOM_GOLD': 0},
+                      'reserved = 0 on the freed node')
+        # Free again for the next allocation.
+        self.assertClaimed(self.allocate(), node)
+
+    def test_delete_releases(self):
+        node, allocation = self._active()
+        self.rpcapi.destroy_allocation(self.context, allocation.id,
+                                       self.conductor.host)
+        self._assert_released(node, allocation)
+
+    def test_removing_instance_uuid_releases(self):
+        node, allocation = self._active()
+        node.instance_uuid = None
+        self.rpcapi.update_node(self.context, node, self.conductor.host)
+        self._assert_released(node, allocation)
+
+    def _wait_idle(self, node):
+        self.wait_for(lambda: node.refresh() or (
+            node.reservation is None and not node.target_provision_state),
+            'the end of the action')
+        return node
+
+    def test_teardown_releases_rebuild_keeps(self):
+        node, allocation = self._active()
+        host = self.conductor.host
+        for action, state in (('deploy', states.ACTIVE),
+                              ('rebuild', states.ACTIVE)):
+            self.rpcapi.do_provisioning_action(self.context, node.id,
+                                               action, host)
+            node = self._wait_idle(node)
+            self.assertEqual(state, node.provision_state)
+            self.assertEqual({node.uuid}, self.claims(allocation.uuid))
+        self.rpcapi.do_provisioning_action(self.context, node.id,
+                                           'undeploy', host)
+        node = self._wait_idle(node)
+        self.assertEqual(states.AVAILABLE, node.provision_state)
+        self.assertEqual([], allocation_obj.Allocation.list(self.context))
+        self._assert_released(node, allocation)
+
+    def test_node_deleted_in_maintenance(self):
+        node, allocation = self._active()
+        node.maintenance = True
+        node.save()
+        self.rpcapi.destroy_node(self.context, node.id, self.conductor.host)
+        self.assertEqual(set(), self.claims(allocation.uuid))
+        self.wait_for(lambda: self.provider(node.uuid) is None,
+                      'the provider of the deleted node to go')
+
+    def test_backfill_and_delete(self):
+        node = utils.make_node(self.context, provision_state=states.ACTIVE,
+                               power_state=states.POWER_ON)
+        self.sync()
+        allocation = allocation_obj.Allocation(
+            self.context, uuid=uuidutils.generate_uuid(),
+            resource_class='gold', traits=[], candidate_nodes=[], extra={})
+        allocation.backfill(node.id, states.BACKFILL_STATES)
+        self.assertEqual(states.ALLOCATION_ACTIVE, allocation.state)
+        # NOTE: a deployed node is reserved in Placement already; the
+        # backfilled allocation holds no claim of its own.
+        self.assertEqual({'CUSTOM_GOLD': 1}, self.reserved(node.uuid))
+        node.maintenance = True
+        node.save()
+        self.rpcapi.destroy_allocation(self.context, allocation.id,
+                                       self.conductor.host)
+        self.assertEqual(set(), self.consumers(node.uuid))
+        self.assertInvariant()
+
+    def test_release_during_outage_finished_by_periodic_pass(self):
+        node, allocation = self._active()
+        working = self.service.placement_client
+        self.service.placement_client = placement.PlacementClient(
+            self.placement.client_conf(endpoint=unused_url()))
+        self.rpcapi.destroy_allocation(self.context, allocation.id,
+                                       self.conductor.host)
+        node.refresh()
+        # Our database freed the node at once; the claim is left over.
+        self.assertIsNone(node.allocation_id)
+        self.assertEqual({node.uuid}, self.claims(allocation.uuid))
+        self.service.placement_client = working
+        report = self.service.sync_placement()
+        self.assertTrue(report.ok, report)
+        self.assertEqual(set(), self.consumers(node.uuid))
+        self.assertEqual({'CUSTOM_GOLD': 0}, self.reserved(node.uuid))
+        self.assertClaimed(self.allocate(), node)
+
+    def test_periodic_pass_repairs_drift(self):
+        traited = self.node(traits=['CUSTOM_A'])
+        maintained = self.node()
+        gone = self.node()
+        self.sync()
+        traited.set_traits(['CUSTOM_B'])
+        maintained.maintenance = True
+        maintained.save()
+        gone.destroy()
+        self.assertTrue(self.service.sync_placement().ok)
+        self.assertEqual(['CUSTOM_B'], self.provider(traited.uuid)['traits'])
+        self.assertEqual({'CUSTOM_GOLD': 1}, self.reserved(maintained.uuid))
+        self.assertIsNone(self.provider(gone.uuid))
+
+
+class TestResume(PlacementAllocationTestCase):
+
+    def _claim_as_dead_conductor(self, allocation, node):
+        self.assertTrue(placement_claims.claim(self.client, allocation,
+                                               node.uuid, 'CUSTOM_GOLD'))
+
+    def test_claim_of_a_dead_conductor_is_reused(self):
+        nodes = [self.node() for _ in range(4)]
+        self.sync()
+        allocation = utils.make_allocation(self.context, self.me)
+        self._claim_as_dead_conductor(allocation, nodes[2])
+        self.rpcapi.create_allocation(self.context, allocation.id,
+                                      self.conductor.host)
+        allocation = utils.wait_for_allocations(
+            self.context, [allocation.id])[allocation.id]
+        self.assertClaimed(allocation, nodes[2])
+
+    def test_claim_of_a_node_no_longer_usable_is_released(self):
+        stale = self.node()
+        good = self.node()
+        self.sync()
+        allocation = utils.make_allocation(self.context, self.me)
+        self._claim_as_dead_conductor(allocation, stale)
+        stale.maintenance = True
+        stale.save()
+        self.rpcapi.create_allocation(self.context, allocation.id,
+                                      self.conductor.host)
+        allocation = utils.wait_for_allocations(
+            self.context, [allocation.id])[allocation.id]
+        self.assertClaimed(allocation, good)
+        self.assertEqual(set(), self.consumers(stale.uuid))
+
+
+    def test_lost_allocation(self):
+        # The slow conductor whose allocation was taken over keeps its
+        # hands off the consumer's claim (the new owner works with it);
+        # the claim of a deleted allocation is released.
+        node = self.node()
+        self.sync()
+        allocation = utils.make_allocation(self.context, self.me)
+        other = conductor_obj.Conductor.register(self.context, 'other', '')
+        self._claim_as_dead_conductor(allocation, node)
+        self.assertTrue(dbapi.take_over_allocation(allocation.id, self.me,
+                                                   other.id))
+        claimer = placement_claims._Claimer(
+            self.context, self.client, allocation,
+            allocations.criteria_of(allocation), self.me)
+        self.assertRaises(exception.AllocationLost, claimer.reserve_claimed,
+                          node.id)
+        self.assertEqual({node.uuid}, self.claims(allocation.uuid))
+        allocation.destroy()
+        self.assertRaises(exception.AllocationLost, claimer.reserve_claimed,
+                          node.id)
+        self.assertEqual(set(), self.claims(allocation.uuid))
+
+
+class TestOutage(PlacementAllocationTestCase):
+
+    def setUp(self):
+        super().setUp()
+        # NOTE: a Placement that is down: nothing listens on the port.
+        self.service.placement_client = placement.PlacementClient(
+            self.placement.client_conf(endpoint=unused_url()))
+
+    def test_allocation_fails_with_clear_error(self):
+        self.node()
+        allocation = self.allocate()
+        self.assertEqual(states.ALLOCATION_ERROR, allocation.state)
+        self.assertIn('Placement could not be used', allocation.last_error)
+        self.assertIn('GET /allocations/%s' % allocation.uuid,
+                      allocation.last_error)
+
+    def test_node_changes_go_on(self):
+        node = self.node()
+        node.maintenance = True
+        node = self.rpcapi.update_node(self.context, node,
+                                       self.conductor.host)
+        self.assertTrue(node.maintenance)
+        self.rpcapi.destroy_node(self.context, node.id, self.conductor.host)
+        self.assertRaises(exception.NodeNotFound, node.refresh)

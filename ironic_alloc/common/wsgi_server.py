@@ -20,6 +20,7 @@ from wsgiref import simple_server
 
 from oslo_log import log
 
+from ironic_alloc.common import request_slots
 from ironic_alloc.conf import CONF
 
 LOG = log.getLogger(__name__)
@@ -36,6 +37,8 @@ class _ThreadingWSGIServer(socketserver.ThreadingMixIn,
     def server_activate(self):
         super().server_activate()
         self.idle_timeout = CONF.api.keepalive_timeout
+        self.request_slots = request_slots.RequestSlots(
+            CONF.api.max_concurrent_requests)
         self.stopping = False
         # NOTE: connections waiting for their next request; stop() ends
         # them so that no thread serves after the server stopped.
@@ -207,7 +210,8 @@ class _RequestHandler(simple_server.WSGIRequestHandler):
                                  environ, multithread=True)
         handler.request_handler = self
         try:
-            handler.run(self.server.get_app())
+            with self.server.request_slots.held():
+                handler.run(self.server.get_app())
             self.wfile.flush()
         except OSError:
             self.close_connection = True

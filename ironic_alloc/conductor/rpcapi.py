@@ -21,6 +21,7 @@ from oslo_log import log
 import oslo_messaging as messaging
 
 from ironic_alloc.common import exception
+from ironic_alloc.common import request_slots
 from ironic_alloc.common import rpc
 from ironic_alloc.conf import CONF
 from ironic_alloc.objects import conductor as conductor_obj
@@ -49,7 +50,10 @@ def _wrap_transport_errors(f):
     """Turn 'the conductor did not answer' into a clear 503."""
     def wrapper(*args, **kwargs):
         try:
-            return f(*args, **kwargs)
+            # NOTE: waiting for a conductor, the request lets another one
+            # use the interpreter.
+            with request_slots.released():
+                return f(*args, **kwargs)
         except messaging.MessagingTimeout as exc:
             raise exception.ConductorUnreachable(
                 reason='no answer within %s seconds' %

@@ -79,6 +79,17 @@ api_opts = [
                     'connection. 0 closes every connection after one '
                     'response. Under mod_wsgi or uWSGI the web server '
                     'decides.'),
+    cfg.IntOpt('max_concurrent_requests',
+               default=2,
+               min=0,
+               help='Most requests the development API server and the '
+                    'standalone service process at once in each process; '
+                    'others wait, already accepted, until one finishes. '
+                    'One Python process runs one thread at a time: more '
+                    'requests in progress only make each of them, and the '
+                    'conductor threads of the standalone service, wait '
+                    'longer for the interpreter. 0 for no limit. Under '
+                    'mod_wsgi or uWSGI the web server decides.'),
     cfg.IntOpt('max_candidate_nodes',
                default=1000,
                min=1,

@@ -4,11 +4,13 @@ import http.client
 import json
 import logging
 import socket
+import threading
 
 import fixtures
 
 from ironic_alloc.api import hooks
 from ironic_alloc.cmd import api as api_cmd
+from ironic_alloc.common import request_slots
 from ironic_alloc.common import wsgi_server
 from ironic_alloc.tests import base
 
@@ -280,3 +282,94 @@ class TestKeepAlive(base.TestCase):
             head += sock.recv(65536)
         server.stop()
         self.assertEqual(b'', _recv_until_closed(sock))
+
+
+class TestRequestSlots(base.TestCase):
+    """[api]max_concurrent_requests bounds the requests in progress; a
+    request waiting outside the process gives its slot back."""
+
+    def setUp(self):
+        super().setUp()
+        self.lock = threading.Lock()
+        self.running = 0
+        self.most = 0
+        self.entered = threading.Semaphore(0)
+        self.go_on = threading.Event()
+
+    def _app(self, environ, start_response):
+        with self.lock:
+            self.running += 1
+            self.most = max(self.most, self.running)
+        self.entered.release()
+        if environ['PATH_INFO'] == '/outside':
+            with request_slots.released():
+                self.go_on.wait(30)
+        else:
+            self.go_on.wait(30)
+        with self.lock:
+            self.running -= 1
+        start_response('200 OK', [('Content-Type', 'text/plain')])
+        return [b'done']
+
+    def _serve(self, limit):
+        self.config(max_concurrent_requests=limit, group='api')
+        server = wsgi_server.Server(self._app, port=0)
+        self.addCleanup(server.stop)
+        server.start()
+        return server
+
+    def _get_in_thread(self, server, path, results):
+        def get():
+            conn = http.client.HTTPConnection('127.0.0.1', server.port,
+                                              timeout=60)
+            try:
+                conn.request('GET', path)
+                results.append(conn.getresponse().read())
+            finally:
+                conn.close()
+        thread = threading.Thread(target=get)
+        thread.start()
+        self.addCleanup(thread.join)
+        return thread
+
+    def test_second_request_waits_for_the_first(self):
+        server = self._serve(1)
+        results = []
+        first = self._get_in_thread(server, '/', results)
+        self.assertTrue(self.entered.acquire(timeout=30))
+        second = self._get_in_thread(server, '/', results)
+        # The second request is accepted but not let in while the first
+        # holds the only slot: the first leaves only after go_on, and
+        # entered is released by requests inside the application.
+        self.assertFalse(self.entered.acquire(timeout=0.5))
+        self.go_on.set()
+        first.join(30)
+        second.join(30)
+        self.assertEqual([b'done', b'done'], results)
+        self.assertEqual(1, self.most)
+
+    def test_request_waiting_outside_lets_another_in(self):
+        server = self._serve(1)
+        results = []
+        first = self._get_in_thread(server, '/outside', results)
+        self.assertTrue(self.entered.acquire(timeout=30))
+        second = self._get_in_thread(server, '/', results)
+        self.assertTrue(self.entered.acquire(timeout=30))
+        self.assertEqual(2, self.most)
+        self.go_on.set()
+        first.join(30)
+        second.join(30)
+        self.assertEqual([b'done', b'done'], results)
+
+    def test_no_limit(self):
+        server = self._serve(0)
+        results = []
+        threads = [self._get_in_thread(server, '/', results)
+                   for _ in range(3)]
+        for _ in threads:
+            self.assertTrue(self.entered.acquire(timeout=30))
+        self.assertEqual(3, self.most)
+        self.go_on.set()
+        for thread in threads:
+            thread.join(30)
+        self.assertEqual([b'done'] * 3, results)

@@ -688,12 +688,14 @@ class Load:
                 for k, v in sorted(self.counts.items(), key=str)
                 if method is None or k[0] == method}
 
-    def statuses_between(self, start, end, method):
-        """Statuses of requests of ``method`` started in [start, end]."""
+    def statuses_in_flight(self, start, end, method, overlapping=True):
+        """Statuses of requests of ``method`` that were in flight at some
+        moment of [start, end] (or, with ``overlapping=False``, never)."""
         with self._lock:
             return collections.Counter(
-                status for t, m, status, _ in self.timeline
-                if m == method and start <= t <= end)
+                status for t, m, status, elapsed in self.timeline
+                if m == method
+                and (t <= end and t + elapsed >= start) == overlapping)
 
 
 class Broker:

@@ -203,9 +203,13 @@ class _RequestHandler(simple_server.WSGIRequestHandler):
         try:
             length = int(environ.get('CONTENT_LENGTH') or 0)
         except ValueError:
+            length = -1
+        if length < 0:
+            # NOTE: where this request ends is unknown: the connection
+            # cannot carry another one.
             length = 0
             self.close_connection = True
-        body = _BoundedInput(self.rfile, max(length, 0))
+        body = _BoundedInput(self.rfile, length)
         handler = _ServerHandler(body, self.wfile, self.get_stderr(),
                                  environ, multithread=True)
         handler.request_handler = self

@@ -4,6 +4,7 @@ import pecan
 from pecan import rest
 
 from ironic_alloc import api
+from ironic_alloc.api.controllers import routing
 from ironic_alloc.api.controllers import v1
 from ironic_alloc.api.controllers.v1 import types
 from ironic_alloc.api import expose
@@ -32,4 +33,5 @@ class RootController(rest.RestController):
         # and of a trailing slash on the root.
         if args and args[0] == '':
             args = args[1:]
-        return super()._route(args, request)
+        return (routing.sub_controller(self, args, request)
+                or super()._route(args, request))

@@ -9,6 +9,7 @@ from pecan import rest
 
 from ironic_alloc import api
 from ironic_alloc.api.controllers import link
+from ironic_alloc.api.controllers import routing
 from ironic_alloc.api.controllers.v1 import allocation
 from ironic_alloc.api.controllers.v1 import conductor
 from ironic_alloc.api.controllers.v1 import driver
@@ -82,7 +83,8 @@ class Controller(rest.RestController):
     @pecan.expose()
     def _route(self, args, request=None):
         api.request.version = negotiation.negotiate(api.request.headers)
-        return super()._route(args, request)
+        return (routing.sub_controller(self, args, request)
+                or super()._route(args, request))
 
 
 for _name, _feature in unsupported.TOP_LEVEL_FEATURES.items():

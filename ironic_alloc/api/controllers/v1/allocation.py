@@ -18,6 +18,7 @@ from wsme import types as wtypes
 from ironic_alloc import api
 from ironic_alloc.api.controllers import base
 from ironic_alloc.api.controllers import link
+from ironic_alloc.api.controllers import routing
 from ironic_alloc.api.controllers.v1 import access
 from ironic_alloc.api.controllers.v1 import collection
 from ironic_alloc.api.controllers.v1 import types
@@ -332,7 +333,8 @@ class AllocationsController(rest.RestController):
     @pecan.expose()
     def _route(self, args, request=None):
         _gate(pecan.request.method)
-        return super()._route(args, request)
+        return (routing.plain_action(self, args, pecan.request)
+                or super()._route(args, request))
 
     @expose.expose(AllocationCollection, types.uuid_or_name, str, str,
                    types.uuid_or_name, int, str, str, types.listtype, str)

@@ -337,10 +337,12 @@ class ConductorService:
         self._periodic_spacings = _periodic_spacings()
         tasks = [(t, None, None) for t in self._periodic_tasks()]
         # NOTE: periodic tasks get their own small pool so a busy worker
-        # pool never delays take-over and lock recovery.
+        # pool never delays take-over and lock recovery; one more thread
+        # for the Placement full pass, which can take minutes.
+        workers = 2 if self.placement_client is None else 3
         self._periodic_worker = periodics.PeriodicWorker(
             tasks, executor_factory=lambda: futurist.ThreadPoolExecutor(
-                max_workers=2))
+                max_workers=workers))
         self._periodic_thread = threading.Thread(
             target=self._periodic_worker.start, name='periodics',
             daemon=True)

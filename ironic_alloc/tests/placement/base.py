@@ -12,9 +12,12 @@ Placement that does not start always fails them.
 import atexit
 
 import fixtures
+from keystoneauth1 import loading as ks_loading
 from testtools import content
 
 from ironic_alloc.common import placement
+from ironic_alloc.conf import CONF
+from ironic_alloc.conf import placement as placement_conf
 from ironic_alloc.tests import base as ia_base
 from ironic_alloc.tests.placement import fixtures as pl_fixtures
 
@@ -31,6 +34,41 @@ def _cleanup():
         _Shared.placement.cleanup()
 
 
+def backend_settings(server, **placement_opts):
+    """{group: {option: value}} selecting [allocation]backend = placement
+    with ``server`` (the admin_token plugin, no periodic full pass: tests
+    run it themselves)."""
+    # NOTE: an auth plugin's options exist once it is loaded; they must
+    # be registered before they can be set.
+    CONF.register_opts(ks_loading.get_auth_plugin_conf_options(
+        'admin_token'), group=placement_conf.GROUP)
+    settings = {'auth_type': 'admin_token', 'endpoint': server.url,
+                'token': pl_fixtures.TOKEN, 'sync_interval': 0}
+    settings.update(placement_opts)
+    return {'allocation': {'backend': 'placement'},
+            placement_conf.GROUP: settings}
+
+
+def shared_placement():
+    """The Placement of this test process, started at the first call.
+
+    :returns: (the server, or None, and why it is None).
+    """
+    reason = pl_fixtures.missing_reason()
+    if reason:
+        return None, reason
+    if _Shared.placement is None and _Shared.error is None:
+        _Shared.placement = pl_fixtures.Placement()
+        atexit.register(_cleanup)
+        try:
+            _Shared.placement.start()
+        except (pl_fixtures.PlacementError, OSError) as exc:
+            _Shared.error = 'Placement did not start: %s' % exc
+    if _Shared.error is not None:
+        return None, _Shared.error
+    return _Shared.placement, None
+
+
 class PlacementTestCase(ia_base.DbTestCase):
     """Our database (emptied per test) and a real Placement."""
 
@@ -40,16 +78,10 @@ class PlacementTestCase(ia_base.DbTestCase):
         reason = pl_fixtures.missing_reason()
         if reason:
             ia_base.skip_or_fail(self, reason)
-        if _Shared.placement is None and _Shared.error is None:
-            _Shared.placement = pl_fixtures.Placement()
-            atexit.register(_cleanup)
-            try:
-                _Shared.placement.start()
-            except (pl_fixtures.PlacementError, OSError) as exc:
-                _Shared.error = str(exc)
-        if _Shared.error is not None:
-            self.fail('Placement did not start: %s' % _Shared.error)
-        self.placement = self.use_placement(_Shared.placement)
+        server, error = shared_placement()
+        if server is None:
+            self.fail(error)
+        self.placement = self.use_placement(server)
         self.client = self.make_client(self.placement)
         self._empty_placement(self.client)
 

@@ -6,7 +6,6 @@ resume and outages, read back through Placement's API."""
 import socket
 import time
 
-from keystoneauth1 import loading as ks_loading
 from oslo_utils import uuidutils
 
 from ironic_alloc.common import exception
@@ -15,14 +14,12 @@ from ironic_alloc.common import states
 from ironic_alloc.conductor import allocations
 from ironic_alloc.conductor import placement_claims
 from ironic_alloc.conductor import placement_sync
-from ironic_alloc.conf import CONF
 from ironic_alloc.db import api as db_api
 from ironic_alloc.objects import allocation as allocation_obj
 from ironic_alloc.objects import conductor as conductor_obj
 from ironic_alloc.tests.functional.conductor import utils
 from ironic_alloc.tests.functional import fixtures as ia_fixtures
 from ironic_alloc.tests.placement import base
-from ironic_alloc.tests.placement import fixtures as pl_fixtures
 
 WAIT = 30
 
@@ -40,22 +37,19 @@ def unused_url():
 def use_placement_backend(test, server, **placement_opts):
     """Point the global [placement] options at ``server`` and select the
     placement backend, for the conductors the test starts."""
-    CONF.register_opts(ks_loading.get_auth_plugin_conf_options(
-        'admin_token'), group='placement')
-    test.config(backend='placement', group='allocation')
-    settings = {'auth_type': 'admin_token', 'endpoint': server.url,
-                'token': pl_fixtures.TOKEN, 'sync_interval': 0}
-    settings.update(placement_opts)
-    test.config(group='placement', **settings)
+    for group, values in base.backend_settings(
+            server, **placement_opts).items():
+        test.config(group=group, **values)
 
 
 class PlacementAllocationTestCase(base.PlacementTestCase):
 
     hosts = ('pl-conductor',)
+    placement_opts = {}
 
     def setUp(self):
         super().setUp()
-        use_placement_backend(self, self.placement)
+        use_placement_backend(self, self.placement, **self.placement_opts)
         self.conductors = [self.useFixture(ia_fixtures.ConductorFixture(
             host=host)) for host in self.hosts]
         self.conductor = self.conductors[0]
@@ -313,6 +307,29 @@ class TestRelease(PlacementAllocationTestCase):
         self.assertEqual(['CUSTOM_B'], self.provider(traited.uuid)['traits'])
         self.assertEqual({'CUSTOM_GOLD': 1}, self.reserved(maintained.uuid))
         self.assertIsNone(self.provider(gone.uuid))
+
+
+class TestPeriodicPass(PlacementAllocationTestCase):
+
+    placement_opts = {'sync_interval': 1}
+
+    def test_conductor_runs_the_full_pass(self):
+        # Nodes written behind the service's back reach Placement, and a
+        # stale claim goes, without anybody calling the sync.
+        node = self.node(traits=['CUSTOM_A'])
+
+        def synced():
+            provider = self.provider(node.uuid)
+            return provider is not None and provider['traits'] == [
+                'CUSTOM_A'] and 'CUSTOM_GOLD' in provider['inventories']
+
+        self.wait_for(synced, 'the provider of a new node')
+        failed = utils.make_allocation(self.context, self.me,
+                                       state=states.ALLOCATION_ERROR)
+        self.assertTrue(placement_claims.claim(self.client, failed,
+                                               node.uuid, 'CUSTOM_GOLD'))
+        self.wait_for(lambda: not self.consumers(node.uuid),
+                      'the stale claim to be released')
 
 
 class TestResume(PlacementAllocationTestCase):

@@ -25,7 +25,7 @@ api_opts = [
                min=1,
                help='Number of processes of ironic-alloc-api serving '
                     'the API on [api]host_ip:[api]port (each runs a thread '
-                    'per request); a worker that dies is replaced. The '
+                    'per connection); a worker that dies is replaced. The '
                     'all-in-one ironic-alloc always runs one. Under '
                     'mod_wsgi or uWSGI the web server decides.'),
     cfg.BoolOpt('debug_tracebacks_in_api',

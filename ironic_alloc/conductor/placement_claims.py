@@ -141,7 +141,8 @@ class _Claimer:
 
         :returns: True when both succeeded; the claim is released when the
             reservation lost.
-        :raises: AllocationLost (claim released), Placement errors.
+        :raises: AllocationLost (the claim released when the allocation
+            is gone), Placement errors.
         """
         if not claim(self.client, self.allocation, node_uuid,
                      self.resource_class):

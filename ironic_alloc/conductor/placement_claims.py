@@ -165,6 +165,9 @@ class _Claimer:
             raise
         # NOTE: Placement said yes, our guard said no (the node changed,
         # another allocation won it, or Placement gave it twice).
+        LOG.info('Allocation %(alloc)s claimed node %(node)s in Placement '
+                 'but could not reserve it; releasing the claim',
+                 {'alloc': self.allocation.uuid, 'node': node_id})
         release(self.client, self.allocation.uuid)
         return False
 

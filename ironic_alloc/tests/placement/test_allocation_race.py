@@ -7,6 +7,7 @@ must hold exactly the claims of the active allocations: none leaked.
 
 import http.client
 import json
+import logging
 import threading
 import time
 
@@ -26,6 +27,19 @@ NODES = 40
 REQUESTS = 200
 CLIENTS = 20
 WAIT = 120
+
+
+class _CountingHandler(logging.Handler):
+    """Counts the log records containing ``text`` (for the report)."""
+
+    def __init__(self, text):
+        super().__init__(logging.INFO)
+        self.text = text
+        self.count = 0
+
+    def emit(self, record):
+        if self.text in record.getMessage():
+            self.count += 1
 
 
 class TestPlacementAllocationRace(base.PlacementTestCase):
@@ -120,6 +134,11 @@ class TestPlacementAllocationRace(base.PlacementTestCase):
         self.assertTrue(placement_sync.sync_all(
             self.context, self.pg_client).ok)
 
+        lost = _CountingHandler('could not reserve it')
+        logging.getLogger('ironic_alloc.conductor.placement_claims'
+                          ).addHandler(lost)
+        self.addCleanup(logging.getLogger(
+            'ironic_alloc.conductor.placement_claims').removeHandler, lost)
         uuids = self._post_all()
         conn = http.client.HTTPConnection('127.0.0.1', self.api.port,
                                           timeout=WAIT)
@@ -129,8 +148,10 @@ class TestPlacementAllocationRace(base.PlacementTestCase):
         errors = [body for body in results.values()
                   if body['state'] == states.ALLOCATION_ERROR]
         print('Placement race: %d POSTs from %d clients, 3 conductors, %d '
-              'nodes -> %d active, %d error'
-              % (REQUESTS, CLIENTS, NODES, len(active), len(errors)))
+              'nodes -> %d active, %d error; %d claims released after '
+              'losing our reservation'
+              % (REQUESTS, CLIENTS, NODES, len(active), len(errors),
+                 lost.count))
         self.assertEqual(NODES, len(active))
         self.assertEqual(REQUESTS - NODES, len(errors))
         # Zero double allocations in our database...

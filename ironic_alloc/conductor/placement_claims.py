@@ -48,6 +48,12 @@ _CLAIM_ATTEMPTS = placement.CONCURRENT_UPDATE_ATTEMPTS
 _PAGE = 500
 
 
+def _known(client, path):
+    """True unless Placement answers 404 for ``path``."""
+    return client.request('GET', path,
+                          expected=(200, 204, 404)).status_code != 404
+
+
 def _consumer_path(allocation_uuid):
     return '/allocations/%s' % allocation_uuid
 
@@ -101,6 +107,13 @@ def claim(client, allocation, provider_uuid, resource_class):
             client.put(_consumer_path(allocation.uuid), body,
                        expected=(204,))
             return True
+        except exception.PlacementRequestFailed as exc:
+            # NOTE: Placement answers 400 for a class it does not know
+            # (no provider has it yet).
+            if exc.status == 400 and not _known(
+                    client, '/resource_classes/%s' % resource_class):
+                return False
+            raise
         except exception.PlacementConflict as exc:
             if exc.error_code != placement.CONCURRENT_UPDATE:
                 # NOTE: "capacity exceeded" (or an inventory that is not
@@ -191,12 +204,26 @@ class _Claimer:
         return None
 
     def try_nodes(self, node_ids):
-        """Claim and reserve the first of ``node_ids`` that works."""
+        """Claim and reserve the first of ``node_ids`` (free nodes of our
+        database) that works."""
         uuids = node_obj.Node.uuids_by_id(self.context, node_ids)
         for node_id in node_ids:
-            if node_id in uuids and self.reserve(node_id, uuids[node_id]):
+            if (node_id in uuids and self._claim_repairing(uuids[node_id])
+                    and self.reserve_claimed(node_id)):
                 return node_id
         return None
+
+    def _claim_repairing(self, node_uuid):
+        if claim(self.client, self.allocation, node_uuid,
+                 self.resource_class):
+            return True
+        # NOTE: free in our database, not claimable in Placement: either
+        # another consumer has it (a concurrent allocation) or the
+        # provider lags behind the node (a sync still queued or failed,
+        # a Placement that never saw it).  Repair it and try once more.
+        placement_sync.sync_node(self.context, self.client, node_uuid)
+        return claim(self.client, self.allocation, node_uuid,
+                     self.resource_class)
 
     def placement_candidates(self):
         """Provider uuids Placement offers, in its (random) order."""
@@ -224,9 +251,7 @@ class _Claimer:
         (it answers 400 to a query naming them): no provider has it."""
         paths = ['/resource_classes/%s' % self.resource_class]
         paths += ['/traits/%s' % trait for trait in self.criteria['traits']]
-        return any(self.client.request(
-            'GET', path, expected=(200, 204, 404)).status_code == 404
-            for path in paths)
+        return not all(_known(self.client, path) for path in paths)
 
 
 def _node_by_uuid(context, node_uuid):
@@ -270,17 +295,13 @@ def reserve_some_node(context, client, allocation, criteria,
             if offered:
                 # NOTE: taken by concurrent allocations: ask again.
                 continue
+        # NOTE: without Placement's offer (none fitted, or candidate
+        # nodes or an owner) our database's free nodes are claimed
+        # directly, their providers repaired when they lag behind, rather
+        # than answer "no candidate" falsely.
         node_ids = _database_candidates(criteria)
         if not node_ids:
             return None
-        if not by_database:
-            # NOTE: our database has free nodes Placement did not offer:
-            # their providers lag behind (a change whose sync is still
-            # queued or failed).  Repair them and claim them directly
-            # rather than answer "no candidate".
-            for node_uuid in node_obj.Node.uuids_by_id(
-                    context, node_ids).values():
-                placement_sync.sync_node(context, client, node_uuid)
         node_id = claimer.try_nodes(node_ids)
         if node_id is not None:
             return node_id

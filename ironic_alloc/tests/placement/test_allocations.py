@@ -185,6 +185,27 @@ class TestPicking(PlacementAllocationTestCase):
         node.save()
         self.assertClaimed(self.allocate(), node)
 
+    def test_colliding_classes_find_no_node(self):
+        # baremetal-gold and baremetal.gold both become
+        # CUSTOM_BAREMETAL_GOLD: the sync gives neither an inventory.
+        node = self.node(resource_class='baremetal-gold')
+        self.node(resource_class='baremetal.gold')
+        self.assertEqual(1, len(placement_sync.sync_all(
+            self.context, self.client).collisions))
+        allocation = self.allocate(resource_class='baremetal-gold')
+        self.assertEqual(states.ALLOCATION_ERROR, allocation.state)
+        self.assertIn('No candidate node', allocation.last_error)
+        self.assertEqual(set(), self.consumers(node.uuid))
+
+    def test_owned_node_placement_does_not_offer_yet(self):
+        # The same for a search in our database (owner): the node's
+        # provider is repaired when its claim fails.
+        node = self.node(owner='p1', power_state=None)
+        self.sync()
+        node.power_state = states.POWER_OFF
+        node.save()
+        self.assertClaimed(self.allocate(owner='p1'), node)
+
     def test_every_node_once(self):
         nodes = [self.node() for _ in range(3)]
         self.sync()

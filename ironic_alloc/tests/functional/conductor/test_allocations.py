@@ -476,8 +476,14 @@ class TestRaces(base.DbTestCase):
                         current.maintenance = not current.maintenance
                         self.rpcapi.update_node(self.context, current, host)
                         counts['maintenance'] += 1
-                    elif choice == 1 and not current.instance_uuid:
-                        current.instance_uuid = uuidutils.generate_uuid()
+                    elif choice == 1:
+                        # NOTE: set an instance on a free node, remove it
+                        # from a taken one (which deletes its allocation):
+                        # once the allocations are done every node left is
+                        # taken, and a set-only change could never happen.
+                        current.instance_uuid = (
+                            None if current.instance_uuid
+                            else uuidutils.generate_uuid())
                         self.rpcapi.update_node(self.context, current, host)
                         counts['instance'] += 1
                     elif choice == 2:
@@ -488,7 +494,10 @@ class TestRaces(base.DbTestCase):
                             self.rpcapi.destroy_allocation(
                                 self.context, rng.choice(allocs).id, host)
                             counts['deleted_alloc'] += 1
-                    elif choice == 3 and current.maintenance:
+                    elif (choice == 3 and current.maintenance
+                          and counts['deleted_node'] < len(nodes) // 2):
+                        # NOTE: half the nodes at most, so that the other
+                        # changes still find nodes to change.
                         self.rpcapi.destroy_node(self.context, current.id,
                                                  host)
                         counts['deleted_node'] += 1

@@ -3,8 +3,8 @@
 import json
 
 import wsme
-from wsme import types as wtypes
 import wsme.rest.json
+from wsme import types as wtypes
 
 from ironic_alloc.api.controllers.v1 import node
 from ironic_alloc.api.controllers.v1 import types

@@ -250,8 +250,7 @@ class Cluster:
                          # NOTE: reconnect at once after a server restart.
                          'retry_interval': '1',
                          'max_retries': '-1'},
-            'api': {'rpc_call_timeout': str(RPC_CALL_TIMEOUT),
-                    'api_workers': '8'},
+            'api': {'rpc_call_timeout': str(RPC_CALL_TIMEOUT)},
             'conductor': {
                 'heartbeat_interval': str(HEARTBEAT_INTERVAL),
                 'heartbeat_timeout': str(HEARTBEAT_TIMEOUT),

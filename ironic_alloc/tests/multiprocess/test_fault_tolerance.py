@@ -62,8 +62,14 @@ class MultiProcessTestCase(oslo_base.BaseTestCase):
         self.failed = True
         self.addDetail('service-logs',
                        content.text_content(self.cluster.logs_tail()))
-        self.addDetail('conductors', content.text_content(
-            str(self.cluster.conductor_table())))
+        # NOTE: the database may be the server a test stopped: an error
+        # escaping from here would end the whole test runner, and the
+        # failure would go unreported.
+        try:
+            conductors = str(self.cluster.conductor_table())
+        except Exception as exc:
+            conductors = 'conductors table unreadable: %s' % exc
+        self.addDetail('conductors', content.text_content(conductors))
 
     def prepare(self, nodes, apis=1, conductors=2):
         self.cluster.rebuild_schema()

@@ -20,7 +20,6 @@ import json
 import os
 import shlex
 import shutil
-import signal
 import sqlite3
 import subprocess
 import tempfile
@@ -32,7 +31,7 @@ import uuid
 from keystoneauth1.identity import v3
 from keystoneauth1 import session as ks_session
 
-from ironic_alloc.tests.clients import fixtures as client_fixtures
+from ironic_alloc.tests import tool_server
 
 # NOTE: computed at import: oslotest points tempfile at a per-test
 # directory that is removed when the test ends, and Keystone outlives the
@@ -52,8 +51,6 @@ SERVICE_PROJECT = 'service'
 
 # Bounds on waiting: they only keep a hang from stalling the run.
 MANAGE_TIMEOUT = 120
-START_TIMEOUT = 60
-STOP_TIMEOUT = 20
 HTTP_TIMEOUT = 30
 
 
@@ -62,20 +59,16 @@ class KeystoneError(Exception):
 
 
 def keystone_venv_path():
-    return os.environ.get('IRONIC_ALLOC_KEYSTONE_VENV') or os.path.join(
-        client_fixtures.REPO_ROOT, '.venv-keystone')
+    return tool_server.venv_path('IRONIC_ALLOC_KEYSTONE_VENV',
+                                 '.venv-keystone')
 
 
 def missing_reason(venv=None):
     """Why Keystone cannot be run here, or None when it can."""
-    venv = venv or keystone_venv_path()
-    for exe in ('keystone-manage', 'gunicorn'):
-        path = os.path.join(venv, 'bin', exe)
-        if not os.access(path, os.X_OK):
-            return ('Keystone virtualenv not found: %s is missing (%s; '
-                    'IRONIC_ALLOC_KEYSTONE_VENV selects another place)'
-                    % (path, SETUP_HINT))
-    return None
+    return tool_server.missing_reason(
+        'Keystone', venv or keystone_venv_path(),
+        ('keystone-manage', 'gunicorn'), 'IRONIC_ALLOC_KEYSTONE_VENV',
+        SETUP_HINT)
 
 
 def _ini(sections):
@@ -87,7 +80,18 @@ def _ini(sections):
     return '\n'.join(lines)
 
 
-class _Server:
+def _answers_v3(url):
+    try:
+        with urllib.request.urlopen(url + '/v3', timeout=5) as resp:
+            if resp.status == 200:
+                json.load(resp)
+                return True
+    except (OSError, urllib.error.URLError, ValueError):
+        pass
+    return False
+
+
+class _Server(tool_server.GunicornServer):
     """One gunicorn process serving Keystone with one configuration file.
 
     NOTE: Keystone parses the process's command line as its own
@@ -99,83 +103,29 @@ class _Server:
     """
 
     def __init__(self, venv, workdir, name, keystone_conf):
-        self.venv = venv
-        self.workdir = os.path.join(workdir, name)
-        os.makedirs(self.workdir)
+        workdir = os.path.join(workdir, name)
+        os.makedirs(workdir)
+        super().__init__(venv, workdir,
+                         os.path.join(workdir, 'gunicorn.log'), _answers_v3)
         self.keystone_conf = keystone_conf
-        self.log_path = os.path.join(self.workdir, 'gunicorn.log')
-        self.process = None
-        self.port = None
 
-    @property
-    def url(self):
-        return 'http://127.0.0.1:%d' % self.port
+    def _settings(self, port):
+        with open(os.path.join(self.workdir, 'gunicorn.conf.py'), 'w') as f:
+            f.write('bind = %r\n' % ('127.0.0.1:%d' % port)
+                    + 'workers = 1\nthreads = 1\n'
+                    + "wsgi_app = 'keystone.wsgi.api:application'\n"
+                    + 'raw_env = [%r]\n' % (
+                        'OS_KEYSTONE_CONFIG_FILES=%s' % self.keystone_conf)
+                    + "accesslog = '-'\n")
+        return []
 
     def start(self):
-        for attempt in range(3):
-            self.port = client_fixtures.free_port()
-            with open(os.path.join(self.workdir, 'gunicorn.conf.py'),
-                      'w') as f:
-                f.write('bind = %r\n' % ('127.0.0.1:%d' % self.port)
-                        + 'workers = 1\nthreads = 1\n'
-                        + "wsgi_app = 'keystone.wsgi.api:application'\n"
-                        + 'raw_env = [%r]\n' % (
-                            'OS_KEYSTONE_CONFIG_FILES=%s'
-                            % self.keystone_conf)
-                        + "accesslog = '-'\n")
-            with open(self.log_path, 'ab') as log:
-                log.write(('--- start %d on port %d\n'
-                           % (attempt, self.port)).encode())
-                log.flush()
-                self.process = subprocess.Popen(
-                    [os.path.join(self.venv, 'bin', 'gunicorn')],
-                    stdin=subprocess.DEVNULL, stdout=log,
-                    stderr=subprocess.STDOUT, cwd=self.workdir,
-                    start_new_session=True)
-            if self._wait_ready():
-                return
-            self.stop()
-            if 'Address already in use' not in _read(self.log_path):
-                break
-        raise KeystoneError('Keystone (gunicorn) did not answer GET %s/v3 '
-                            'within %ds; log %s:\n%s'
-                            % (self.url, START_TIMEOUT, self.log_path,
-                               _read(self.log_path)[-20000:]))
-
-    def _wait_ready(self):
-        deadline = time.monotonic() + START_TIMEOUT
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                return False
-            try:
-                with urllib.request.urlopen(self.url + '/v3',
-                                            timeout=5) as resp:
-                    if resp.status == 200:
-                        json.load(resp)
-                        return True
-            except (OSError, urllib.error.URLError, ValueError):
-                pass
-            time.sleep(0.2)
-        return False
-
-    def stop(self):
-        if self.process is None or self.process.poll() is not None:
-            return
-        # NOTE: gunicorn's master stops its workers on SIGTERM.
-        self.process.send_signal(signal.SIGTERM)
-        try:
-            self.process.wait(STOP_TIMEOUT)
-        except subprocess.TimeoutExpired:
-            os.killpg(self.process.pid, signal.SIGKILL)
-            self.process.wait(STOP_TIMEOUT)
-
-
-def _read(path):
-    try:
-        with open(path, 'rb') as f:
-            return f.read().decode('utf-8', 'replace')
-    except OSError as exc:
-        return '(no log: %s)' % exc
+        if not super().start(self._settings):
+            raise KeystoneError(
+                'Keystone (gunicorn) did not answer GET %s/v3 within %ds; '
+                'log %s:\n%s' % (self.url, tool_server.START_TIMEOUT,
+                                 self.log_path,
+                                 tool_server.read_log(self.log_path)[-20000:]))
 
 
 class Keystone:
@@ -290,7 +240,7 @@ class Keystone:
                      'public/gunicorn.log', 'short-tokens/gunicorn.log'):
             path = os.path.join(self.workdir or '', name)
             if os.path.exists(path):
-                parts.append('--- %s\n%s' % (name, _read(path)[-10000:]))
+                parts.append('--- %s\n%s' % (name, tool_server.read_log(path)[-10000:]))
         return '\n'.join(parts)
 
     def cleanup(self):

@@ -20,10 +20,8 @@ Two databases:
 import os
 import shlex
 import shutil
-import signal
 import subprocess
 import tempfile
-import time
 import urllib.error
 import urllib.request
 import uuid
@@ -33,7 +31,7 @@ from oslo_config import cfg
 import sqlalchemy as sa
 
 from ironic_alloc.conf import placement as placement_conf
-from ironic_alloc.tests.clients import fixtures as client_fixtures
+from ironic_alloc.tests import tool_server
 
 # NOTE: computed at import: oslotest points tempfile at a per-test
 # directory that is removed when the test ends, and Placement outlives the
@@ -50,8 +48,6 @@ TOKEN = 'admin'
 
 # Bounds on waiting: they only keep a hang from stalling the run.
 MANAGE_TIMEOUT = 120
-START_TIMEOUT = 60
-STOP_TIMEOUT = 20
 
 
 class PlacementError(Exception):
@@ -63,28 +59,28 @@ class DatabaseServerMissing(PlacementError):
 
 
 def placement_venv_path():
-    return os.environ.get('IRONIC_ALLOC_PLACEMENT_VENV') or os.path.join(
-        client_fixtures.REPO_ROOT, '.venv-placement')
+    return tool_server.venv_path('IRONIC_ALLOC_PLACEMENT_VENV',
+                                 '.venv-placement')
 
 
 def missing_reason(venv=None):
     """Why Placement cannot be run here, or None when it can."""
-    venv = venv or placement_venv_path()
-    for exe in ('placement-manage', 'gunicorn'):
-        path = os.path.join(venv, 'bin', exe)
-        if not os.access(path, os.X_OK):
-            return ('Placement virtualenv not found: %s is missing (%s; '
-                    'IRONIC_ALLOC_PLACEMENT_VENV selects another place)'
-                    % (path, SETUP_HINT))
-    return None
+    return tool_server.missing_reason(
+        'Placement', venv or placement_venv_path(),
+        ('placement-manage', 'gunicorn'), 'IRONIC_ALLOC_PLACEMENT_VENV',
+        SETUP_HINT)
 
 
-def _read(path):
+def _answers_with_noauth2(url):
+    # NOTE: "/" needs no token; a listed resource does, so this also
+    # proves that noauth2 is in place.
+    req = urllib.request.Request(url + '/resource_providers',
+                                 headers={'X-Auth-Token': TOKEN})
     try:
-        with open(path, 'rb') as f:
-            return f.read().decode('utf-8', 'replace')
-    except OSError as exc:
-        return '(no log: %s)' % exc
+        with urllib.request.urlopen(req, timeout=5) as resp:
+            return resp.status == 200
+    except (OSError, urllib.error.URLError):
+        return False
 
 
 class _PostgresDatabase:
@@ -137,17 +133,16 @@ class Placement:
         self.workers = workers
         self.threads = threads
         self.workdir = None
-        self.process = None
-        self.port = None
+        self.server = None
         self._pg = None
 
     @property
     def url(self):
-        return 'http://127.0.0.1:%d' % self.port
+        return self.server.url
 
     @property
-    def log_path(self):
-        return os.path.join(self.workdir, 'gunicorn.log')
+    def process(self):
+        return self.server.process if self.server else None
 
     def _connection(self):
         if self.database == 'sqlite':
@@ -191,63 +186,31 @@ class Placement:
         self._write_conf(self._connection())
         self._manage('db', 'sync')
         env = dict(os.environ, OS_PLACEMENT_CONFIG_DIR=self.workdir)
-        for attempt in range(3):
-            self.port = client_fixtures.free_port()
-            with open(self.log_path, 'ab') as log:
-                log.write(('--- start %d on port %d\n'
-                           % (attempt, self.port)).encode())
-                log.flush()
-                # NOTE: Placement reads no command line of its own in the
-                # WSGI process, so gunicorn's arguments are safe.
-                self.process = subprocess.Popen(
-                    [os.path.join(self.venv, 'bin', 'gunicorn'),
-                     '--bind', '127.0.0.1:%d' % self.port,
-                     '--workers', str(self.workers),
-                     '--threads', str(self.threads),
-                     '--access-logfile', '-',
-                     'placement.wsgi.api:application'],
-                    stdin=subprocess.DEVNULL, stdout=log,
-                    stderr=subprocess.STDOUT, cwd=self.workdir, env=env,
-                    start_new_session=True)
-            if self._wait_ready():
-                return
-            self.stop()
-            if 'Address already in use' not in _read(self.log_path):
-                break
-        raise PlacementError('Placement (gunicorn) did not answer GET '
-                             '%s/resource_providers within %ds; log %s:\n%s'
-                             % (self.url, START_TIMEOUT, self.log_path,
-                                _read(self.log_path)[-20000:]))
+        self.server = tool_server.GunicornServer(
+            self.venv, self.workdir,
+            os.path.join(self.workdir, 'gunicorn.log'),
+            _answers_with_noauth2)
 
-    def _wait_ready(self):
-        deadline = time.monotonic() + START_TIMEOUT
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                return False
-            try:
-                # NOTE: "/" needs no token; a listed resource does, so
-                # this also proves that noauth2 is in place.
-                req = urllib.request.Request(
-                    self.url + '/resource_providers',
-                    headers={'X-Auth-Token': TOKEN})
-                with urllib.request.urlopen(req, timeout=5) as resp:
-                    if resp.status == 200:
-                        return True
-            except (OSError, urllib.error.URLError):
-                pass
-            time.sleep(0.2)
-        return False
+        def arguments(port):
+            # NOTE: Placement reads no command line of its own in the
+            # WSGI process, so gunicorn's arguments are safe.
+            return ['--bind', '127.0.0.1:%d' % port,
+                    '--workers', str(self.workers),
+                    '--threads', str(self.threads),
+                    '--access-logfile', '-',
+                    'placement.wsgi.api:application']
+
+        if not self.server.start(arguments, env=env):
+            log_path = self.server.log_path
+            raise PlacementError(
+                'Placement (gunicorn) did not answer GET %s/resource_'
+                'providers within %ds; log %s:\n%s'
+                % (self.url, tool_server.START_TIMEOUT, log_path,
+                   tool_server.read_log(log_path)[-20000:]))
 
     def stop(self):
-        if self.process is None or self.process.poll() is not None:
-            return
-        # NOTE: gunicorn's master stops its workers on SIGTERM.
-        self.process.send_signal(signal.SIGTERM)
-        try:
-            self.process.wait(STOP_TIMEOUT)
-        except subprocess.TimeoutExpired:
-            os.killpg(self.process.pid, signal.SIGKILL)
-            self.process.wait(STOP_TIMEOUT)
+        if self.server is not None:
+            self.server.stop()
 
     def client_conf(self, **overrides):
         """A private oslo.config object whose [placement] group points at
@@ -274,7 +237,7 @@ class Placement:
         for name in ('placement.log', 'gunicorn.log'):
             path = os.path.join(self.workdir or '', name)
             if os.path.exists(path):
-                parts.append('--- %s\n%s' % (name, _read(path)[-10000:]))
+                parts.append('--- %s\n%s' % (name, tool_server.read_log(path)[-10000:]))
         return '\n'.join(parts)
 
     def cleanup(self):

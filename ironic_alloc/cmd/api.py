@@ -14,6 +14,7 @@ from ironic_alloc.common import exception
 from ironic_alloc.common import service as service_utils
 from ironic_alloc.common import wsgi_server
 from ironic_alloc.conf import CONF
+from ironic_alloc.db import api as db_api
 
 LOG = log.getLogger(__name__)
 
@@ -30,6 +31,7 @@ def main():
         auth.check_config(CONF)
     except exception.ConfigInvalid as exc:
         raise SystemExit(str(exc))
+    db_api.get_instance().connect_on_demand()
     workers = CONF.api.api_workers
     if workers > 1:
         # NOTE: bound here, before the fork, so every worker accepts on the

@@ -298,3 +298,18 @@ class Connection(metaclass=abc.ABCMeta):
     @abc.abstractmethod
     def get_database_time(self):
         """The database server's current time (naive UTC)."""
+
+    # Processes
+
+    @abc.abstractmethod
+    def connect_on_demand(self):
+        """Connect at each request's first query, without start-up retries.
+
+        For API processes, called before their first request: oslo.db
+        otherwise tests the connection when it creates the engine and
+        retries ``[database]max_retries`` times, ``retry_interval`` apart,
+        so a process whose first request comes during a database outage
+        would hold that request (and every one queued behind the engine's
+        creation) instead of answering 503.  A no-op once the engine
+        exists.
+        """

@@ -12,6 +12,7 @@ import threading
 
 from ironic_alloc.api import app as api_app
 from ironic_alloc.common import service as service_utils
+from ironic_alloc.db import api as db_api
 
 CONFIG_FILE_ENV = 'IRONIC_ALLOC_CONFIG_FILE'
 
@@ -45,6 +46,7 @@ def initialize_wsgi_app(argv=None):
         if _APPLICATION is None:
             service_utils.prepare_service(
                 config_file_args() if argv is None else list(argv))
+            db_api.get_instance().connect_on_demand()
             _APPLICATION = api_app.setup_app()
         return _APPLICATION
 

@@ -298,6 +298,17 @@ def _filter_nodes(query, filters):
 
 class Connection(api.Connection):
 
+    def connect_on_demand(self):
+        _configure_engine_facade()
+        try:
+            # NOTE: oslo.db skips its connection test (and the retries)
+            # when max_retries is 0; later connections are made by the
+            # pool on demand either way.
+            enginefacade.configure(max_retries=0)
+        except enginefacade.AlreadyStartedError:
+            # The engine exists: no start-up test is left to skip.
+            pass
+
     # Nodes
 
     @retry_on_conflict

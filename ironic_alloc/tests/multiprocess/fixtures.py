@@ -333,15 +333,17 @@ class Cluster:
                               '--log-file', log_path], log_path,
                        self.workdir)
 
-    def start_api(self):
-        """Start one ``ironic-alloc-api``; returns its base URL once it
-        answers."""
+    def start_api(self, workers=1):
+        """Start one ``ironic-alloc-api`` with ``workers`` worker
+        processes; returns its base URL once it answers (``GET /``, which
+        needs neither database nor broker)."""
         for attempt in range(3):
             port = free_port()
             name = 'api-%d' % (len(self.apis) + 1)
             proc = self._start(name, 'ironic-alloc-api',
                                {'api': {'host_ip': '127.0.0.1',
-                                        'port': str(port)}})
+                                        'port': str(port),
+                                        'api_workers': str(workers)}})
             url = 'http://127.0.0.1:%d' % port
             if self._wait_http(proc, url):
                 self.apis.append((proc, url))

@@ -427,6 +427,86 @@ class TestServerRestarts(MultiProcessTestCase):
         """The database server stopped and started under load."""
         self._run_outage(mp.DatabaseServer(), 'database', {503})
 
+    def test_first_requests_of_fresh_api_workers_while_database_down(self):
+        """An API process with three workers started while the database
+        server is down (and [database]max_retries = -1): the workers'
+        first requests answer 503 within seconds instead of waiting for
+        the database, and succeed once it is back."""
+        urls = self.prepare(nodes=10)
+        created = mp.Load(urls, clients=1, total=3)
+        created.start().join(60)
+        self.assertEqual({('POST', 201): 3}, dict(created.counts))
+        self.cluster.wait_settled(TAKE_OVER_BOUND + 10)
+        database = mp.DatabaseServer()
+        database.stop()
+        database.stopped = True
+        self.addCleanup(self._ensure_started, database)
+        fresh = self.cluster.start_api(workers=3)
+        mp.log('database stopped; API process with 3 workers started at '
+               '%s', fresh)
+        victims = list(created.created)
+
+        def first_request(index):
+            # NOTE: a new connection each, so that the kernel spreads them
+            # over the workers; requests' timeout is the only bound, so a
+            # request waiting for the database fails the test.
+            started = time.monotonic()
+            kind = index % 3
+            if kind == 0:
+                resp = requests.get(fresh + '/v1/allocations',
+                                    headers=mp.api_headers(),
+                                    timeout=mp.REQUEST_TIMEOUT)
+            elif kind == 1:
+                resp = requests.post(fresh + '/v1/allocations',
+                                     json={'resource_class': mp.RESOURCE_CLASS},
+                                     headers=mp.api_headers(),
+                                     timeout=mp.REQUEST_TIMEOUT)
+            else:
+                resp = requests.delete(
+                    '%s/v1/allocations/%s' % (fresh, victims[index // 3]),
+                    headers=mp.api_headers(), timeout=mp.REQUEST_TIMEOUT)
+            return resp, time.monotonic() - started
+
+        with futures.ThreadPoolExecutor(9) as pool:
+            answers = list(pool.map(first_request, range(9)))
+        mp.log('first requests of the fresh workers during the outage: %s '
+               '(slowest %.2fs)', [r.status_code for r, _ in answers],
+               max(t for _, t in answers))
+        for resp, elapsed in answers:
+            self.assertEqual(503, resp.status_code, resp.text)
+            fault = json.loads(resp.json()['error_message'])
+            self.assertIn('database is unavailable', fault['faultstring'])
+            self.assertLess(elapsed, mp.RPC_CALL_TIMEOUT + 5)
+        database.start()
+        database.stopped = False
+
+        # Every worker connects once the database is back.
+        deadline = time.monotonic() + RECOVERY_GRACE + 20
+        while True:
+            with futures.ThreadPoolExecutor(9) as pool:
+                statuses = list(pool.map(lambda _: requests.get(
+                    fresh + '/v1/allocations', headers=mp.api_headers(),
+                    timeout=mp.REQUEST_TIMEOUT).status_code, range(9)))
+            if set(statuses) == {200} or time.monotonic() > deadline:
+                break
+            time.sleep(0.5)
+        mp.log('GETs of the fresh workers after the database came back: %s',
+               statuses)
+        self.assertEqual({200}, set(statuses))
+        after = mp.Load([fresh], clients=2, delete_ratio=0.3, total=12)
+        after.start().join(60)
+        mp.log('load through the fresh workers afterwards: %s',
+               after.statuses())
+        self.assertEqual({201, 204}, {s for _, s in after.counts})
+        for victim in victims:
+            resp = requests.delete('%s/v1/allocations/%s' % (fresh, victim),
+                                   headers=mp.api_headers(),
+                                   timeout=mp.REQUEST_TIMEOUT)
+            self.assertEqual(204, resp.status_code, resp.text)
+        after.deleted.extend(victims)
+        after.created.extend(victims)
+        self.settle_and_check(fresh, after)
+
 
 class TestConcurrentLoad(MultiProcessTestCase):
 

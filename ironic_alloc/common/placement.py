@@ -66,6 +66,9 @@ class PlacementClient:
             # NOTE: e.g. auth_type names no installed plugin.
             raise exception.ConfigInvalid(
                 error_msg='[placement]: %s' % exc)
+        # Custom resource classes and traits known to exist (made or seen
+        # by this client), so each is created once, not once per provider.
+        self._known_names = set()
 
     def request(self, method, path, body=None, expected=(200,)):
         """Send one request; return the response when its status is in
@@ -117,11 +120,22 @@ class PlacementClient:
 
     def ensure_resource_class(self, name):
         """Create custom resource class ``name`` unless it exists."""
-        self.put('/resource_classes/%s' % name, expected=(201, 204))
+        self._ensure('/resource_classes/%s' % name)
 
     def ensure_trait(self, name):
         """Create custom trait ``name`` unless it exists."""
-        self.put('/traits/%s' % name, expected=(201, 204))
+        self._ensure('/traits/%s' % name)
+
+    def _ensure(self, path):
+        if path in self._known_names:
+            return
+        self.put(path, expected=(201, 204))
+        self._known_names.add(path)
+
+    def forget_custom_names(self):
+        """Forget which custom classes and traits exist (one may have been
+        deleted in Placement since): the next use creates them again."""
+        self._known_names.clear()
 
 
 def _is_write_race(exc):

@@ -335,18 +335,22 @@ def release_stale_claims(context, client):
     provider whose node has no allocation or is gone, each consumer that
     is no allocation of ours any more, or one that ended in error or holds
     another node.  Claims of allocations still being processed are left
-    alone.  A node with an allocation is skipped (one Placement read per
-    free node only): a claim left on it is found once it is free again.
+    alone.  A node with an allocation is skipped, and so is a provider
+    Placement offers (its one unit is free, so nothing claims it): one
+    Placement read per other free node only.  A claim left on a node with
+    an allocation is found once the node is free again.
 
     :returns: the number of consumers released.
     :raises: PlacementUnavailable, PlacementRequestFailed.
     """
-    managed = [provider['uuid'] for provider in client.get(
-        '/resource_providers?member_of=%s'
-        % placement_sync.MANAGED_AGGREGATE)['resource_providers']]
+    managed = list(placement_sync.managed_providers(client))
+    unclaimed = _offered_providers(context, client)
     released = 0
     for start in range(0, len(managed), _PAGE):
-        page = managed[start:start + _PAGE]
+        page = [uuid for uuid in managed[start:start + _PAGE]
+                if uuid not in unclaimed]
+        if not page:
+            continue
         nodes = {node.uuid: node for node in node_obj.Node.list(
             context, filters={'uuid_in': page})}
         for provider_uuid in page:
@@ -355,6 +359,24 @@ def release_stale_claims(context, client):
                 released += _release_stale_on(context, client,
                                               provider_uuid, node)
     return released
+
+
+def _offered_providers(context, client):
+    """Managed providers with a free unit of their class, one listing per
+    Placement class of the nodes."""
+    offered = set()
+    classes = {placement_sync.placement_resource_class(name)
+               for name in node_obj.Node.resource_classes(context)}
+    for rc in sorted(rc for rc in classes if rc):
+        response = client.request(
+            'GET', '/resource_providers?member_of=%s&resources=%s:1'
+            % (placement_sync.MANAGED_AGGREGATE, rc), expected=(200, 400))
+        # NOTE: 400 when Placement does not know the class yet: no
+        # provider has it.
+        if response.status_code == 200:
+            offered.update(provider['uuid'] for provider in
+                           response.json()['resource_providers'])
+    return offered
 
 
 def _release_stale_on(context, client, provider_uuid, node):

@@ -61,6 +61,7 @@ class ConductorService:
         # [allocation]backend = placement: the client, and one thread
         # that mirrors changed nodes to Placement after the change.
         self.placement_client = None
+        self.synced_providers = None
         self._sync_pool = None
         self._sync_queued = set()
         self._sync_lock = threading.Lock()
@@ -88,6 +89,7 @@ class ConductorService:
             check_and_reject=rejection.reject_when_reached(size))
         if CONF.allocation.backend == allocation_conf.PLACEMENT:
             self.placement_client = placement.PlacementClient()
+            self.synced_providers = placement_sync.SyncedProviders()
             self._sync_pool = futurist.ThreadPoolExecutor(max_workers=1)
         self.manager = manager.ConductorManager(self)
 
@@ -329,8 +331,12 @@ class ConductorService:
             tasks.append(_periodic(CONF.conductor.sync_local_state_interval,
                                    self._release_dead_locks))
         if self.placement_client is not None and CONF.placement.sync_interval:
+            # NOTE: at once too: nodes enrolled while no conductor ran
+            # (or before the backend was switched) reach Placement only
+            # through this pass.
             tasks.append(_periodic(CONF.placement.sync_interval,
-                                   self.sync_placement))
+                                   self.sync_placement,
+                                   run_immediately=True))
         return tasks
 
     def _start_periodics(self):
@@ -366,7 +372,9 @@ class ConductorService:
             self.context, self.placement_client)
         if released:
             LOG.info('Released %d stale Placement claims', released)
-        return placement_sync.sync_all(self.context, self.placement_client)
+        return placement_sync.sync_all(
+            self.context, self.placement_client, self.synced_providers,
+            concurrency=CONF.placement.sync_concurrency)
 
     def sync_node_later(self, node_uuid):
         """Mirror one changed node to Placement soon, best effort (the
@@ -406,7 +414,7 @@ class ConductorService:
             self._sync_queued.discard(node_uuid)
         try:
             placement_sync.sync_node(self.context, self.placement_client,
-                                     node_uuid)
+                                     node_uuid, self.synced_providers)
         except Exception:
             LOG.exception('Synchronising node %s to Placement failed; the '
                           'next full pass retries', node_uuid)

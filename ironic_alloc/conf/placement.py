@@ -72,7 +72,17 @@ placement_opts = [
                     'holds any more (left by a Placement outage or a '
                     'crash). Only with [allocation]backend = placement. '
                     'Single node changes are synchronised as they happen; '
-                    'this pass repairs what they missed. 0 disables it.'),
+                    'this pass repairs what they missed. The first pass '
+                    'runs when the conductor starts. 0 disables it.'),
+    cfg.IntOpt('sync_concurrency',
+               default=4,
+               mutable=True,
+               min=1,
+               help='How many resource providers a full pass (see '
+                    'sync_interval) synchronises at once, each with its '
+                    'own requests to Placement. Only providers whose node '
+                    'or provider changed since this conductor last '
+                    'synchronised them are read or written.'),
     cfg.IntOpt('allocation_candidate_limit',
                default=16,
                mutable=True,

@@ -353,6 +353,22 @@ class TestPeriodicPass(PlacementAllocationTestCase):
                       'the stale claim to be released')
 
 
+class TestFirstPassAtStart(PlacementAllocationTestCase):
+
+    placement_opts = {'sync_interval': 600}
+
+    def test_conductor_syncs_existing_nodes_when_it_starts(self):
+        # Nodes that no conductor mirrored (enrolled while none ran, or
+        # before the backend was switched) reach Placement when one
+        # starts, not one sync_interval later.
+        nodes = [self.node(traits=['CUSTOM_EARLY']) for _ in range(3)]
+        self.assertEqual(set(), self.provider_uuids())
+        self.useFixture(ia_fixtures.ConductorFixture(host='pl-late'))
+        self.wait_for(
+            lambda: self.provider_uuids() == {n.uuid for n in nodes},
+            'the providers of the nodes there before the start')
+
+
 class TestResume(PlacementAllocationTestCase):
 
     def _claim_as_dead_conductor(self, allocation, node):

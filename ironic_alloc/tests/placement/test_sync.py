@@ -26,8 +26,28 @@ class SyncTestCase(base.PlacementTestCase):
         kw.setdefault('name', self.getUniqueString('node-'))
         return utils.make_available_node(self.context, **kw)
 
-    def sync_all(self, client=None):
-        return placement_sync.sync_all(self.context, client or self.client)
+    def setUp(self):
+        super().setUp()
+        # NOTE: as a conductor runs the full pass: with what this process
+        # synced before, several providers at once.
+        self.synced = placement_sync.SyncedProviders()
+
+    def sync_all(self, client=None, concurrency=3):
+        return placement_sync.sync_all(self.context, client or self.client,
+                                       self.synced, concurrency=concurrency)
+
+    @staticmethod
+    def count_requests(client):
+        """Record (method, path) of every request ``client`` sends."""
+        sent = []
+        send = client.request
+
+        def recording(method, path, *args, **kwargs):
+            sent.append((method, path.split('?')[0]))
+            return send(method, path, *args, **kwargs)
+
+        client.request = recording
+        return sent
 
     def assertProvider(self, node, inventories, traits=(), name=None):
         provider = self.provider(node.uuid)
@@ -96,6 +116,62 @@ class TestFleetSync(SyncTestCase):
         self.assertEqual(
             {p['uuid']: p['generation'] for p in before},
             {p['uuid']: p['generation'] for p in after})
+
+    def test_new_providers_are_written_without_reads(self):
+        nodes = [self.node(resource_class='gold', traits=['CUSTOM_RAID'])
+                 for _ in range(3)]
+        sent = self.count_requests(self.client)
+        report = self.sync_all(concurrency=1)
+        self.assertEqual((3, 3), (report.synced, report.created))
+        # One listing; per provider its creation, aggregate, inventory and
+        # traits; the custom class and trait made once for all.
+        paths = ['/resource_providers/%s' % n.uuid for n in nodes]
+        self.assertEqual(
+            [('GET', '/resource_providers')]
+            + [('POST', '/resource_providers'),
+               ('PUT', paths[0] + '/aggregates'),
+               ('PUT', '/resource_classes/CUSTOM_GOLD'),
+               ('PUT', paths[0] + '/inventories'),
+               ('PUT', '/traits/CUSTOM_RAID'),
+               ('PUT', paths[0] + '/traits')]
+            + [request for path in paths[1:] for request in (
+                ('POST', '/resource_providers'),
+                ('PUT', path + '/aggregates'),
+                ('PUT', path + '/inventories'),
+                ('PUT', path + '/traits'))],
+            sent)
+        for node in nodes:
+            self.assertProvider(node, _inventory('CUSTOM_GOLD', 0),
+                                ['CUSTOM_RAID'])
+
+    def test_quiet_pass_reads_only_the_listing(self):
+        quiet = [self.node(traits=['CUSTOM_RAID']) for _ in range(4)]
+        changed = self.node()
+        claimed = self.node()
+        self.assertTrue(self.sync_all().ok)
+        changed.maintenance = True
+        changed.save()
+        # A claim raises the provider's generation: it is read again (and
+        # found right).
+        self.client.put('/allocations/%s' % uuidutils.generate_uuid(), {
+            'allocations': {claimed.uuid: {'resources': {'CUSTOM_GOLD': 1}}},
+            'consumer_generation': None,
+            'project_id': uuidutils.generate_uuid(),
+            'user_id': uuidutils.generate_uuid(),
+            'consumer_type': 'IRONIC_ALLOC'}, expected=(204,))
+        sent = self.count_requests(self.client)
+
+        report = self.sync_all()
+
+        self.assertTrue(report.ok, report)
+        self.assertEqual((6, 4, 0), (report.synced, report.unchanged,
+                                     report.created))
+        read = {path.split('/')[2] for method, path in sent
+                if path.count('/') > 2}
+        self.assertEqual({changed.uuid, claimed.uuid}, read)
+        self.assertNotIn(quiet[0].uuid, str(sent))
+        self.assertProvider(changed, _inventory('CUSTOM_GOLD', 1))
+        self.assertProvider(claimed, _inventory('CUSTOM_GOLD', 0))
 
     def test_nodes_are_read_page_by_page(self):
         # NOTE: a small page instead of a thousand nodes: the paging code

@@ -167,6 +167,23 @@ def _counter_lines(title, counts):
     return lines
 
 
+def machine_cpu_usage(result):
+    """Busy CPU of the whole machine in the allocate phase: seconds, share
+    of all CPUs over the phase's wall time, and per allocation requested;
+    None when not measured.  At 100 % the machine is the bound: more
+    throughput needs less CPU per allocation or more CPUs."""
+    busy = (result.get('allocate_cpu_seconds') or {}).get('machine')
+    phase = result['phases'].get('allocate')
+    cpus = (result.get('machine') or {}).get('cpus')
+    requested = result['allocations']['requested']
+    if busy is None or not phase or not phase['seconds'] or not cpus \
+            or not requested:
+        return None
+    return {'seconds': busy, 'cpus': cpus,
+            'percent': 100.0 * busy / (phase['seconds'] * cpus),
+            'ms_per_allocation': 1000.0 * busy / requested}
+
+
 def format_run(result):
     """The human-readable report of one run."""
     settings = result['settings']
@@ -216,6 +233,12 @@ def format_run(result):
         lines.append('  CPU during the allocate phase: benchmark client '
                      '%.1f s, service %s s' % (
                          cpu['client'], _num(cpu.get('service'), '%.1f')))
+    usage = machine_cpu_usage(result)
+    if usage is not None:
+        lines.append('  whole machine during the allocate phase: %.1f CPU s '
+                     '= %.0f %% of %d CPUs, %.1f CPU ms per allocation '
+                     'requested' % (usage['seconds'], usage['percent'],
+                                    usage['cpus'], usage['ms_per_allocation']))
     lines.append('')
     rows = []
     for label, key in (('POST /v1/allocations', 'post'),

@@ -78,10 +78,13 @@ def _clean_up_nodes(settings, options, node_uuids):
 
 
 def _cpu(pid):
-    """CPU seconds used so far by this process and by the service."""
+    """CPU seconds used so far by this process, by the service and by
+    the whole machine (every process: the service's helpers, databases,
+    brokers, the benchmark itself)."""
     times = os.times()
     return {'client': times.user + times.system,
-            'service': service_mod.cpu_seconds(pid) if pid else None}
+            'service': service_mod.cpu_seconds(pid) if pid else None,
+            'machine': service_mod.machine_busy_seconds()}
 
 
 def _memory(pid):

@@ -72,6 +72,31 @@ def cpu_seconds(pid):
         return None
 
 
+def parse_proc_stat_busy(text, ticks_per_second):
+    """Busy CPU seconds of the whole machine (all CPUs) from /proc/stat.
+
+    The first line sums every CPU: user nice system idle iowait irq
+    softirq steal ...; busy is everything but idle and iowait (guest
+    time is already counted in user and nice).
+    """
+    for line in text.splitlines():
+        fields = line.split()
+        if fields and fields[0] == 'cpu':
+            values = [int(v) for v in fields[1:9]]
+            busy = sum(values) - values[3] - values[4]
+            return busy / float(ticks_per_second)
+    raise ValueError('no cpu line in /proc/stat')
+
+
+def machine_busy_seconds():
+    """Busy CPU seconds of the machine so far (every process), or None."""
+    try:
+        with open('/proc/stat') as f:
+            return parse_proc_stat_busy(f.read(), os.sysconf('SC_CLK_TCK'))
+    except (OSError, ValueError):
+        return None
+
+
 def render_config(state_path, port, db_url=None, transport_url=None,
                   options=(), log_file=None):
     """The config file of a benchmark service.

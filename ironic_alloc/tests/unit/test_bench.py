@@ -526,6 +526,13 @@ class TestReport(base.TestCase):
             'client': 1.25, 'service': None}})
         self.assertIn('benchmark client 1.2 s, service - s',
                       report.format_run(result))
+        self.assertNotIn('whole machine', report.format_run(result))
+        result = _sample_run(extra={'allocate_cpu_seconds': {
+            'client': 0.1, 'service': 0.3, 'machine': 0.8}})
+        # 0.8 CPU s over 0.5 s of 2 CPUs; 2 allocations requested.
+        self.assertIn('whole machine during the allocate phase: 0.8 CPU s '
+                      '= 80 % of 2 CPUs, 400.0 CPU ms per allocation',
+                      report.format_run(result))
         self.assertIn('[ok] after allocate: one allocation per node', text)
         self.assertIn('Result: PASS', text)
         latency = [line for line in text.splitlines()
@@ -647,6 +654,15 @@ class TestService(base.TestCase):
         self.assertEqual(3.0, service.parse_stat_cpu(text, 100))
         self.assertGreaterEqual(service.cpu_seconds(os.getpid()), 0)
         self.assertIsNone(service.cpu_seconds(2 ** 22 + 1))
+
+    def test_parse_proc_stat_busy(self):
+        # user nice system idle iowait irq softirq steal guest guest_nice
+        text = ('cpu  1000 10 300 5000 200 5 15 20 0 0\n'
+                'cpu0 500 5 150 2500 100 2 7 10 0 0\n')
+        self.assertEqual(13.5, service.parse_proc_stat_busy(text, 100))
+        self.assertRaises(ValueError, service.parse_proc_stat_busy,
+                          'intr 1 2\n', 100)
+        self.assertGreater(service.machine_busy_seconds(), 0)
 
     def test_render_config(self):
         text = service.render_config(

@@ -347,19 +347,17 @@ def _report_collisions(found, report):
         report.collisions.append(collision)
 
 
-def sync_node(context, client, node_uuid, synced=None):
-    """Make the provider of one node match it; remove it when the node is
-    gone.  Resource class collisions are judged against all nodes.
+# How many times sync_node writes a node whose row changed while it wrote.
+_SETTLE_ATTEMPTS = 5
 
-    :param synced: the process's SyncedProviders, kept up to date.
-    :returns: SyncReport.
-    """
-    report = SyncReport()
+
+def _node_and_wanted(context, node_uuid, report):
+    """The node and the state its provider must have (None, None when the
+    node is gone); collisions found go to ``report``."""
     try:
         node = node_obj.Node.get_by_uuid(context, node_uuid)
     except exception.NodeNotFound:
-        _delete_provider(client, node_uuid, report, synced)
-        return report
+        return None, None
     rc = placement_resource_class(node.resource_class)
     # NOTE: one DISTINCT query instead of reading every node: only the
     # classes that normalise like this node's need their members.
@@ -371,11 +369,43 @@ def sync_node(context, client, node_uuid, synced=None):
         for name in clashing:
             members.extend(n.uuid for n in node_obj.Node.list(
                 context, filters={'resource_class': name}))
+        report.collisions = []
         _report_collisions({rc: exception.ResourceClassCollision(
             names=', '.join(clashing), placement_class=rc,
             nodes=', '.join(sorted(members)))}, report)
-    _count(report, node.uuid, _sync_one(
-        client, node, wanted_state(node, colliding), synced))
+    return node, wanted_state(node, colliding)
+
+
+def sync_node(context, client, node_uuid, synced=None):
+    """Make the provider of one node match it; remove it when the node is
+    gone.  Resource class collisions are judged against all nodes.
+
+    The node is read again after the write, and written again when it
+    changed meanwhile: another conductor may have synced the newer state
+    before this write of the older one landed, and nothing else would
+    repair that before the next full pass.
+
+    :param synced: the process's SyncedProviders, kept up to date.
+    :returns: SyncReport.
+    """
+    report = SyncReport()
+    node, wanted = _node_and_wanted(context, node_uuid, report)
+    for _ in range(_SETTLE_ATTEMPTS):
+        if node is None:
+            _delete_provider(client, node_uuid, report, synced)
+            return report
+        kind, message = _sync_one(client, node, wanted, synced)
+        if kind == 'failed':
+            report.errors[node_uuid] = message
+            return report
+        report.created += kind == 'created'
+        written = wanted
+        node, wanted = _node_and_wanted(context, node_uuid, report)
+        if wanted == written:
+            break
+        LOG.debug('Node %s changed while its provider was written; '
+                  'writing it again', node_uuid)
+    report.synced += 1
     return report
 
 

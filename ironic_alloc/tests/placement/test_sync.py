@@ -201,6 +201,37 @@ class TestFleetSync(SyncTestCase):
         self.assertEqual(1, report.deleted)
         self.assertIsNone(self.provider(node.uuid))
 
+    def test_sync_node_writes_again_what_changed_meanwhile(self):
+        node = self.node()
+        self.assertTrue(self.sync_all().ok)
+        node.maintenance = True
+        node.save()
+        other_conductor = self.make_client(self.placement)
+        put = self.client.put
+        changed = []
+
+        def put_after_a_change(path, body=None, expected=(200,)):
+            # NOTE: between our read of the node and our write, another
+            # conductor takes the node out of maintenance and syncs it
+            # (Placement already shows reserved = 0: it writes nothing).
+            if path.endswith('/inventories') and not changed:
+                changed.append(path)
+                fresh = node_obj.Node.get_by_uuid(self.context, node.uuid)
+                fresh.maintenance = False
+                fresh.save()
+                self.assertTrue(placement_sync.sync_node(
+                    self.context, other_conductor, node.uuid).ok)
+            return put(path, body, expected=expected)
+
+        self.client.put = put_after_a_change
+        report = placement_sync.sync_node(self.context, self.client,
+                                          node.uuid, self.synced)
+        self.assertTrue(report.ok, report)
+        self.assertEqual(1, len(changed))
+        # Our write of the older state (reserved) did land; the node was
+        # read again and its newer state written.
+        self.assertProvider(node, _inventory('CUSTOM_GOLD', 0))
+
     def test_name_taken_by_a_provider_not_ours(self):
         foreign = self.client.post('/resource_providers',
                                    {'name': 'compute-1'})

@@ -142,8 +142,9 @@ class ConductorAPI:
 
         :param recent: accept conductors seen alive up to
             ``recently_alive_seconds`` ago, for work that the live
-            conductors take over when its owner dies (new allocations),
-            so that not every request reads the conductors table.
+            conductors take over when its owner dies (new allocations) or
+            that fails in time when it does (calls), so that not every
+            request reads the conductors table.
         :raises: NoValidHost when none is alive.
         """
         alive = (self._recent_alive(context) if recent

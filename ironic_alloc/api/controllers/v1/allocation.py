@@ -452,7 +452,11 @@ class AllocationsController(rest.RestController):
 
 def _destroy(rpc_allocation):
     context = api.request.context
-    conductor = api.request.rpcapi.get_random_conductor(context)
+    # NOTE: a list of live conductors up to a second old: a conductor dead
+    # for less than [conductor]heartbeat_timeout may be picked anyway, so
+    # the second adds nothing new (the call then answers 503 in time).
+    conductor = api.request.rpcapi.get_random_conductor(context,
+                                                        recent=True)
     try:
         api.request.rpcapi.destroy_allocation(context, rpc_allocation.id,
                                               conductor.hostname)

@@ -1,6 +1,7 @@
 """Command line of ``python -m tools.bench``."""
 
 import argparse
+import re
 import sys
 
 from tools.bench import phases
@@ -34,6 +35,18 @@ def _sizes(text):
         return sweep_mod.parse_sizes(text)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc))
+
+
+def _cpu_group(text):
+    label, sep, pattern = text.partition('=')
+    if not sep or not label.strip() or not pattern:
+        raise argparse.ArgumentTypeError(
+            'expected LABEL=REGEX, got %r' % text)
+    try:
+        re.compile(pattern)
+    except re.error as exc:
+        raise argparse.ArgumentTypeError('bad REGEX %r: %s' % (pattern, exc))
+    return label.strip(), pattern
 
 
 def _service_option(text):
@@ -112,6 +125,13 @@ def build_parser():
                           '--enroll bulk')
     run.add_argument('--keep', action='store_true',
                      help='keep the enrolled nodes afterwards')
+    run.add_argument('--cpu-group', type=_cpu_group, action='append',
+                     default=[], metavar='LABEL=REGEX',
+                     help='report the CPU used during the allocate phase '
+                          'by the processes whose command line matches '
+                          'REGEX (found when the phase starts), under '
+                          'LABEL; repeatable, e.g. '
+                          '"postgres=^postgres: "')
     run.add_argument('--service-pid', type=_positive_int,
                      help='pid of the service process, for --profile and '
                           'memory figures (our service only)')
@@ -179,7 +199,8 @@ def _run(args, parser):
         nodes=args.nodes, allocations=args.allocations,
         enroll='none' if args.no_enroll else args.enroll,
         db_url=args.db_url, keep=args.keep, checks=args.checks,
-        profile=args.profile, service_pid=args.service_pid)
+        profile=args.profile, service_pid=args.service_pid,
+        cpu_groups=tuple(args.cpu_group))
     result = runner.run(settings, options)
     print(report.format_run(result))
     if args.json:

@@ -233,6 +233,13 @@ def format_run(result):
         lines.append('  CPU during the allocate phase: benchmark client '
                      '%.1f s, service %s s' % (
                          cpu['client'], _num(cpu.get('service'), '%.1f')))
+    requested = result['allocations']['requested']
+    for label, group in sorted((cpu.get('groups') or {}).items()):
+        lines.append('  CPU of %s (%d processes): %.1f s, %s ms per '
+                     'allocation requested' % (
+                         label, group['pids'], group['seconds'],
+                         _num(1000.0 * group['seconds'] / requested
+                              if requested else None, '%.1f')))
     usage = machine_cpu_usage(result)
     if usage is not None:
         lines.append('  whole machine during the allocate phase: %.1f CPU s '

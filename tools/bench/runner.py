@@ -28,6 +28,9 @@ class RunOptions:
     checks: bool = True
     profile: bool = False
     service_pid: int = None
+    # (label, regular expression over command lines): CPU of each group
+    # of processes during the allocate phase.
+    cpu_groups: tuple = ()
 
     def describe(self):
         return {'nodes': self.nodes, 'enroll': self.enroll,
@@ -87,6 +90,13 @@ def _cpu(pid):
             'machine': service_mod.machine_busy_seconds()}
 
 
+def _group_cpu(groups):
+    """{label: CPU seconds used so far by the group's processes} (a
+    process that exited counts as 0 from then on)."""
+    return {label: sum(service_mod.cpu_seconds(p) or 0.0 for p in pids)
+            for label, pids in groups.items()}
+
+
 def _memory(pid):
     return service_mod.memory_of(pid) if pid else None
 
@@ -135,6 +145,9 @@ def run(settings, options):
             sampler = None
             if options.profile:
                 profile, sampler = _start_profile(pid)
+            groups = {label: service_mod.pids_matching(pattern)
+                      for label, pattern in options.cpu_groups}
+            groups_before = _group_cpu(groups)
             cpu_before = _cpu(pid)
             try:
                 phases['allocate'], records = phases_mod.allocate(
@@ -146,6 +159,11 @@ def run(settings, options):
                           if None not in (after, cpu_before[name])
                           else None)
                    for name, after in _cpu(pid).items()}
+            if groups:
+                cpu['groups'] = {
+                    label: {'pids': len(groups[label]),
+                            'seconds': used - groups_before[label]}
+                    for label, used in _group_cpu(groups).items()}
             if pid:
                 memory['after_allocate'] = (_memory(pid) or {}).get('rss')
         if options.checks and records and not stop.is_set():

@@ -6,6 +6,7 @@ SQLite file there.
 """
 
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -95,6 +96,25 @@ def machine_busy_seconds():
             return parse_proc_stat_busy(f.read(), os.sysconf('SC_CLK_TCK'))
     except (OSError, ValueError):
         return None
+
+
+def pids_matching(pattern, proc_root='/proc'):
+    """Pids of the processes whose command line (arguments joined by
+    spaces) matches regular expression ``pattern`` (re.search)."""
+    regex = re.compile(pattern)
+    found = []
+    for entry in os.listdir(proc_root):
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            with open(os.path.join(proc_root, entry, 'cmdline'), 'rb') as f:
+                argv = f.read().split(b'\0')
+        except OSError:
+            continue
+        line = ' '.join(a.decode(errors='replace') for a in argv if a)
+        if line and regex.search(line):
+            found.append(int(entry))
+    return sorted(found)
 
 
 def render_config(state_path, port, db_url=None, transport_url=None,

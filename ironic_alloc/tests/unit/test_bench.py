@@ -11,6 +11,8 @@ import collections
 import io
 import json
 import os
+import subprocess
+import sys
 import tempfile
 import threading
 
@@ -528,8 +530,13 @@ class TestReport(base.TestCase):
                       report.format_run(result))
         self.assertNotIn('whole machine', report.format_run(result))
         result = _sample_run(extra={'allocate_cpu_seconds': {
-            'client': 0.1, 'service': 0.3, 'machine': 0.8}})
+            'client': 0.1, 'service': None, 'groups': {
+                'db': {'pids': 3, 'seconds': 0.5}}}})
+        self.assertIn('CPU of db (3 processes): 0.5 s, 250.0 ms per '
+                      'allocation requested', report.format_run(result))
         # 0.8 CPU s over 0.5 s of 2 CPUs; 2 allocations requested.
+        result = _sample_run(extra={'allocate_cpu_seconds': {
+            'client': 0.1, 'service': 0.3, 'machine': 0.8}})
         self.assertIn('whole machine during the allocate phase: 0.8 CPU s '
                       '= 80 % of 2 CPUs, 400.0 CPU ms per allocation',
                       report.format_run(result))
@@ -654,6 +661,16 @@ class TestService(base.TestCase):
         self.assertEqual(3.0, service.parse_stat_cpu(text, 100))
         self.assertGreaterEqual(service.cpu_seconds(os.getpid()), 0)
         self.assertIsNone(service.cpu_seconds(2 ** 22 + 1))
+
+    def test_pids_matching(self):
+        proc = subprocess.Popen([sys.executable, '-c',
+                                 'import time; time.sleep(60)',
+                                 'bench-marker-7f3a'])
+        self.addCleanup(proc.wait)
+        self.addCleanup(proc.kill)
+        self.assertEqual([proc.pid],
+                         service.pids_matching('bench-marker-7f3a$'))
+        self.assertEqual([], service.pids_matching('no-such-marker-7f3a'))
 
     def test_parse_proc_stat_busy(self):
         # user nice system idle iowait irq softirq steal guest guest_nice
@@ -788,6 +805,19 @@ class TestCommandLine(base.TestCase):
         self.assertEqual((0.05, 60.0, 'bench', True),
                          (args.poll_interval, args.timeout,
                           args.resource_class, args.checks))
+
+    def test_cpu_group_arguments(self):
+        args = cli.build_parser().parse_args([
+            'run', '--cpu-group', 'db=^postgres: ', '--cpu-group',
+            ' mq = beam'])
+        self.assertEqual([('db', '^postgres: '), ('mq', ' beam')],
+                         args.cpu_group)
+        stderr = io.StringIO()
+        self.useFixture(__import__('fixtures').MonkeyPatch('sys.stderr',
+                                                           stderr))
+        for bad in ('nolabel', '=x', 'x=(unclosed'):
+            self.assertRaises(SystemExit, cli.build_parser().parse_args,
+                              ['run', '--cpu-group', bad])
 
     def test_sweep_arguments(self):
         args = cli.build_parser().parse_args([

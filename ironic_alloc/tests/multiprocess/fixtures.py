@@ -716,6 +716,25 @@ class Broker:
         self._ctl('await_startup', timeout=120)
 
 
+def _running(pid):
+    """True until process ``pid`` has exited.
+
+    NOTE: a server that start() below launched is a child of this test
+    process, which does not wait for it otherwise: once it exits it stays
+    a zombie (its /proc entry remains) until it is reaped here.
+    """
+    try:
+        if os.waitpid(pid, os.WNOHANG)[0] == pid:
+            return False
+    except ChildProcessError:
+        pass
+    try:
+        with open('/proc/%d/stat' % pid) as f:
+            return f.read().rsplit(')', 1)[1].split()[0] != 'Z'
+    except OSError:
+        return False
+
+
 class DatabaseServer:
     """Stop and start the database server of the test URL (on this
     machine, as root): a PostgreSQL cluster found by its port with
@@ -760,7 +779,7 @@ class DatabaseServer:
             self._argv = [a.decode() for a in f.read().split(b'\0') if a]
         os.kill(pid, signal.SIGTERM)
         deadline = time.monotonic() + 60
-        while os.path.exists('/proc/%d' % pid):
+        while _running(pid):
             if time.monotonic() > deadline:
                 raise RuntimeError('MariaDB (pid %d) did not stop' % pid)
             time.sleep(0.2)

@@ -282,9 +282,11 @@ class TestServerRestarts(MultiProcessTestCase):
         :returns: (time it went down, time it was back).
         """
         down_at = time.monotonic()
-        server.stop()
-        self.addCleanup(self._ensure_started, server)
+        # NOTE: marked first, so that a stop that fails half-way still
+        # starts the server again for the tests that follow.
         server.stopped = True
+        self.addCleanup(self._ensure_started, server)
+        server.stop()
         mp.log('%s stopped (%.1fs)', what, time.monotonic() - down_at)
         probes = {}
         for method, target in (('POST', url), ('DELETE', delete_target)):
@@ -376,9 +378,9 @@ class TestServerRestarts(MultiProcessTestCase):
         self.assertEqual({('POST', 201): 3}, dict(created.counts))
         self.cluster.wait_settled(TAKE_OVER_BOUND + 10)
         broker = mp.Broker()
-        broker.stop()
         broker.stopped = True
         self.addCleanup(self._ensure_started, broker)
+        broker.stop()
         fresh = self.cluster.start_api()
         mp.log('RabbitMQ stopped; API process started at %s', fresh)
         targets = ['%s/v1/allocations/%s' % (fresh, uuid)
@@ -438,9 +440,9 @@ class TestServerRestarts(MultiProcessTestCase):
         self.assertEqual({('POST', 201): 3}, dict(created.counts))
         self.cluster.wait_settled(TAKE_OVER_BOUND + 10)
         database = mp.DatabaseServer()
-        database.stop()
         database.stopped = True
         self.addCleanup(self._ensure_started, database)
+        database.stop()
         fresh = self.cluster.start_api(workers=3)
         mp.log('database stopped; API process with 3 workers started at '
                '%s', fresh)

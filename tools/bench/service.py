@@ -98,13 +98,29 @@ def machine_busy_seconds():
         return None
 
 
+def _ancestors(pid, proc_root):
+    """``pid`` and the pids of its parent, grandparent... up to init."""
+    chain = set()
+    while pid > 0 and pid not in chain:
+        chain.add(pid)
+        try:
+            with open(os.path.join(proc_root, str(pid), 'stat')) as f:
+                pid = int(f.read().rsplit(')', 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            break
+    return chain
+
+
 def pids_matching(pattern, proc_root='/proc'):
     """Pids of the processes whose command line (arguments joined by
-    spaces) matches regular expression ``pattern`` (re.search)."""
+    spaces) matches regular expression ``pattern`` (re.search), except
+    this process and its ancestors (whose command lines hold the
+    pattern, as an argument)."""
     regex = re.compile(pattern)
+    ours = _ancestors(os.getpid(), proc_root)
     found = []
     for entry in os.listdir(proc_root):
-        if not entry.isdigit() or int(entry) == os.getpid():
+        if not entry.isdigit() or int(entry) in ours:
             continue
         try:
             with open(os.path.join(proc_root, entry, 'cmdline'), 'rb') as f:

@@ -671,6 +671,9 @@ class TestService(base.TestCase):
         self.assertEqual([proc.pid],
                          service.pids_matching('bench-marker-7f3a$'))
         self.assertEqual([], service.pids_matching('no-such-marker-7f3a'))
+        # Never the benchmark itself, nor what started it.
+        self.assertNotIn(os.getpid(), service.pids_matching('.'))
+        self.assertNotIn(os.getppid(), service.pids_matching('.'))
 
     def test_parse_proc_stat_busy(self):
         # user nice system idle iowait irq softirq steal guest guest_nice

@@ -462,7 +462,10 @@ def sync_all(context, client, synced=None, concurrency=1):
         wanted = wanted_state(
             node, placement_resource_class(node.resource_class) in found)
         provider = managed.get(node.uuid)
+        # NOTE: the name is compared too: renaming a provider may leave
+        # its generation alone.
         if (synced is not None and provider is not None
+                and provider['name'] == wanted.name
                 and synced.matches(node.uuid, wanted,
                                    provider['generation'])):
             report.synced += 1

@@ -306,6 +306,7 @@ class TestDrift(SyncTestCase):
         to_allocate = self.node()
         lost_in_placement = self.node()
         tampered_in_placement = self.node(traits=['CUSTOM_A'])
+        renamed_in_placement = self.node()
         self.assertTrue(self.sync_all().ok)
 
         # Behind the sync's back, in our database...
@@ -329,12 +330,16 @@ class TestDrift(SyncTestCase):
             'traits': ['CUSTOM_A', 'HW_CPU_X86_SSE'],
             'resource_provider_generation':
                 current['resource_provider_generation']})
+        self.client.put('/resource_providers/%s' % renamed_in_placement.uuid,
+                        {'name': self.getUniqueString('foreign-')})
 
         report = self.sync_all()
 
         self.assertTrue(report.ok, report)
-        self.assertEqual((7, 1, 1), (report.synced, report.created,
+        self.assertEqual((8, 1, 1), (report.synced, report.created,
                                      report.deleted))
+        self.assertProvider(renamed_in_placement,
+                            _inventory('CUSTOM_GOLD', 0))
         self.assertProvider(to_maintain, _inventory('CUSTOM_GOLD', 1),
                             ['CUSTOM_A'])
         self.assertProvider(to_retrait, _inventory('CUSTOM_GOLD', 0),

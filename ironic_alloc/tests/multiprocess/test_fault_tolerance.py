@@ -282,11 +282,7 @@ class TestServerRestarts(MultiProcessTestCase):
         :returns: (time it went down, time it was back).
         """
         down_at = time.monotonic()
-        # NOTE: marked first, so that a stop that fails half-way still
-        # starts the server again for the tests that follow.
-        server.stopped = True
-        self.addCleanup(self._ensure_started, server)
-        server.stop()
+        self._stop(server)
         mp.log('%s stopped (%.1fs)', what, time.monotonic() - down_at)
         probes = {}
         for method, target in (('POST', url), ('DELETE', delete_target)):
@@ -303,6 +299,23 @@ class TestServerRestarts(MultiProcessTestCase):
         mp.log('%s started again (%.1fs); it was down %.1fs', what,
                time.monotonic() - up_at, time.monotonic() - down_at)
         return down_at, time.monotonic(), probes
+
+    def _stop(self, server):
+        """Stop ``server``; the test's clean-up starts it again unless the
+        test did."""
+        # NOTE: marked first, so that a stop that fails half-way still
+        # starts the server again for the tests that follow.
+        server.stopped = True
+        self.addCleanup(self._ensure_started, server)
+        server.stop()
+
+    def _three_settled_allocations(self):
+        urls = self.prepare(nodes=10)
+        created = mp.Load(urls, clients=1, total=3)
+        created.start().join(60)
+        self.assertEqual({('POST', 201): 3}, dict(created.counts))
+        self.cluster.wait_settled(TAKE_OVER_BOUND + 10)
+        return created
 
     @staticmethod
     def _ensure_started(server):
@@ -372,15 +385,9 @@ class TestServerRestarts(MultiProcessTestCase):
         """An API process started while RabbitMQ is down: its first calls
         (DELETEs, all at once) answer 503 instead of waiting for the
         broker, and succeed once the broker is back."""
-        urls = self.prepare(nodes=10)
-        created = mp.Load(urls, clients=1, total=3)
-        created.start().join(60)
-        self.assertEqual({('POST', 201): 3}, dict(created.counts))
-        self.cluster.wait_settled(TAKE_OVER_BOUND + 10)
+        created = self._three_settled_allocations()
         broker = mp.Broker()
-        broker.stopped = True
-        self.addCleanup(self._ensure_started, broker)
-        broker.stop()
+        self._stop(broker)
         fresh = self.cluster.start_api()
         mp.log('RabbitMQ stopped; API process started at %s', fresh)
         targets = ['%s/v1/allocations/%s' % (fresh, uuid)
@@ -434,15 +441,9 @@ class TestServerRestarts(MultiProcessTestCase):
         server is down (and [database]max_retries = -1): the workers'
         first requests answer 503 within seconds instead of waiting for
         the database, and succeed once it is back."""
-        urls = self.prepare(nodes=10)
-        created = mp.Load(urls, clients=1, total=3)
-        created.start().join(60)
-        self.assertEqual({('POST', 201): 3}, dict(created.counts))
-        self.cluster.wait_settled(TAKE_OVER_BOUND + 10)
+        created = self._three_settled_allocations()
         database = mp.DatabaseServer()
-        database.stopped = True
-        self.addCleanup(self._ensure_started, database)
-        database.stop()
+        self._stop(database)
         fresh = self.cluster.start_api(workers=3)
         mp.log('database stopped; API process with 3 workers started at '
                '%s', fresh)

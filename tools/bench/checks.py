@@ -83,7 +83,7 @@ def fetch_listings(client):
     return nodes, allocations
 
 
-def _check(name, problems):
+def named_check(name, problems):
     if not problems:
         return Check(name, True, '')
     shown = '; '.join(problems[:EXAMPLES])
@@ -110,7 +110,7 @@ def _one_allocation_per_node(nodes, allocations):
         if len(node_uuids) > 1:
             problems.append('allocation %s is on nodes %s'
                             % (alloc_uuid, ', '.join(sorted(node_uuids))))
-    return _check('one allocation per node', problems)
+    return named_check('one allocation per node', problems)
 
 
 def _all_terminal(records, by_uuid):
@@ -124,7 +124,7 @@ def _all_terminal(records, by_uuid):
         elif listed.get('state') not in ('active', 'error'):
             problems.append('allocation %s is %s' % (record.uuid,
                                                      listed.get('state')))
-    return _check('every allocation terminal', problems)
+    return named_check('every allocation terminal', problems)
 
 
 def _rows_agree(nodes, allocations, by_uuid):
@@ -164,7 +164,7 @@ def _rows_agree(nodes, allocations, by_uuid):
             problems.append('node %s points to allocation %s of node %s'
                             % (node['uuid'], alloc_uuid,
                                alloc.get('node_uuid')))
-    return _check('nodes and allocations agree', problems)
+    return named_check('nodes and allocations agree', problems)
 
 
 def _client_view_holds(records, by_uuid):
@@ -179,7 +179,7 @@ def _client_view_holds(records, by_uuid):
                             '%s' % (record.uuid, record.node_uuid,
                                     listed.get('state'),
                                     listed.get('node_uuid')))
-    return _check('allocations stay where they were seen', problems)
+    return named_check('allocations stay where they were seen', problems)
 
 
 def check_after_allocate(records, nodes, allocations):
@@ -216,9 +216,9 @@ def check_after_delete(records, nodes, allocations):
         for n in nodes
         if n.get('allocation_uuid') in deleted
         or n.get('instance_uuid') in deleted)
-    return [_check('deleted allocations are gone',
+    return [named_check('deleted allocations are gone',
                    ['allocation %s is still listed' % u for u in remaining]),
-            _check('deleted allocations freed their nodes', referring)]
+            named_check('deleted allocations freed their nodes', referring)]
 
 
 def run(client, records, after_delete=False):

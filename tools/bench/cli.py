@@ -5,6 +5,7 @@ import re
 import sys
 
 from tools.bench import phases
+from tools.bench import placement as placement_mod
 from tools.bench import report
 from tools.bench import runner
 from tools.bench import service as service_mod
@@ -165,6 +166,36 @@ def build_parser():
                        help='the command to start instead of the '
                             'ironic-alloc console script next to this '
                             'Python (it gets --config-file FILE)')
+    sweep.add_argument('--backend', choices=('database', 'placement'),
+                       default='database',
+                       help='[allocation]backend of the service (default '
+                            'database); placement: each size also gets a '
+                            'real Placement of its own (see '
+                            '--placement-db-url)')
+    sweep.add_argument('--placement-db-url', metavar='URL',
+                       help='with --backend placement: SQLAlchemy URL of '
+                            'an existing PostgreSQL database, for a user '
+                            'allowed to create databases; each size gets '
+                            'a fresh database on that server, dropped '
+                            'afterwards (default: IRONIC_ALLOC_PLACEMENT_'
+                            'PG, else openstack_citest on 127.0.0.1:5432)')
+    sweep.add_argument('--placement-workers', type=_positive_int,
+                       default=2,
+                       help='gunicorn workers of Placement (default 2)')
+    sweep.add_argument('--placement-threads', type=_positive_int,
+                       default=4,
+                       help='threads per Placement worker (default 4)')
+    sweep.add_argument('--placement-sync-interval', type=_positive_int,
+                       default=placement_mod.DEFAULT_SYNC_INTERVAL,
+                       help='[placement]sync_interval of the service: '
+                            'seconds between full passes, which bring '
+                            'the bulk-loaded nodes to Placement (default '
+                            '%d)' % placement_mod.DEFAULT_SYNC_INTERVAL)
+    sweep.add_argument('--placement-sync-timeout', type=_positive_float,
+                       default=placement_mod.DEFAULT_SYNC_TIMEOUT,
+                       help='seconds to wait for Placement to offer every '
+                            'loaded node before giving up (default %d)'
+                            % placement_mod.DEFAULT_SYNC_TIMEOUT)
     sweep.add_argument('--keep-workdir', action='store_true',
                        help='keep each service directory (log, database)')
     sweep.add_argument('--workdir-root',
@@ -211,6 +242,8 @@ def _run(args, parser):
 
 
 def _sweep(args, parser):
+    if args.placement_db_url and args.backend != 'placement':
+        parser.error('--placement-db-url needs --backend placement')
     if args.db_url and not args.wipe_db:
         parser.error('sweep empties --db-url before each size: add '
                      '--wipe-db to confirm it is a benchmark database')
@@ -220,12 +253,18 @@ def _sweep(args, parser):
         service_options=tuple(args.service_option), checks=args.checks,
         profile=args.profile, keep_workdir=args.keep_workdir,
         workdir_root=args.workdir_root,
-        executable=args.service_executable)
+        executable=args.service_executable, backend=args.backend,
+        placement_db_url=args.placement_db_url,
+        placement_workers=args.placement_workers,
+        placement_threads=args.placement_threads,
+        sync_interval=args.placement_sync_interval,
+        sync_timeout=args.placement_sync_timeout)
     rows, status = sweep_mod.sweep(_settings(args), options)
     print(report.format_sweep(rows))
     if args.json:
         report.write_json(args.json, {
             'sizes': list(args.sizes), 'allocations': args.allocations,
+            'backend': args.backend,
             'concurrency': args.concurrency, 'rows': rows})
     if status == 'interrupted':
         return EXIT_INTERRUPTED

@@ -187,7 +187,10 @@ def machine_cpu_usage(result):
 def format_run(result):
     """The human-readable report of one run."""
     settings = result['settings']
-    lines = ['Benchmark of %s' % settings['endpoint'],
+    lines = ['Benchmark of %s%s' % (
+                 settings['endpoint'],
+                 ' (backend %s)' % settings['backend']
+                 if settings.get('backend') else ''),
              '  nodes %s (enroll: %s), allocations %d, concurrency %d, '
              'resource class %r, traits %s, poll %gs, timeout %gs' % (
                  settings.get('nodes'), settings.get('enroll'),
@@ -213,6 +216,10 @@ def format_run(result):
                      'yes' if phase['interrupted'] else ''])
     lines += _table(['phase', 'wall s', 'items', 'items/s', 'errors',
                      'interrupted'], rows)
+    for name, seconds in sorted((result.get('setup_seconds')
+                                 or {}).items()):
+        lines.append('Set-up, not measured: %s %s s' % (
+            name.replace('_', ' '), _num(seconds, '%.1f')))
     lines.append('')
     alloc = result['allocations']
     lines.append('Allocations: %d requested, %d created, %d active, '
@@ -345,12 +352,26 @@ def format_sweep(rows):
             _num(rss.get('peak'), '%.0f'),
             sum(result['errors'].values()), alloc['stuck'],
             'ok' if all(c['ok'] for c in result['checks']) else 'FAIL'])
-    lines = ['Cost per allocation by fleet size (ratios to %d nodes)'
-             % rows[0]['nodes']]
-    lines += _table(['nodes', 'load s', 'alloc/s', 's/alloc', 'ratio',
-                     'p50 ->active ms', 'ratio', 'RSS loaded MiB',
-                     'RSS after MiB', 'RSS peak MiB', 'errors', 'stuck',
-                     'checks'], table)
+    header = ['nodes', 'load s', 'alloc/s', 's/alloc', 'ratio',
+              'p50 ->active ms', 'ratio', 'RSS loaded MiB',
+              'RSS after MiB', 'RSS peak MiB', 'errors', 'stuck',
+              'checks']
+    backends = sorted({row.get('backend') or 'database' for row in rows})
+    syncs = [(row['result'].get('setup_seconds') or {}).get(
+        'placement_sync') for row in rows]
+    if any(v is not None for v in syncs):
+        # NOTE: set-up, before the allocate phase: not part of the
+        # allocation figures.
+        header.insert(2, 'placement sync s')
+        for cells, seconds in zip(table, syncs):
+            cells.insert(2, _num(seconds, '%.1f'))
+    lines = ['Cost per allocation by fleet size, backend %s (ratios to %d '
+             'nodes)' % (', '.join(backends), rows[0]['nodes'])]
+    lines += _table(header, table)
+    if any(v is not None for v in syncs):
+        lines.append('placement sync s: set-up (loaded nodes until '
+                     'Placement offers them all), not in the allocation '
+                     'figures')
     return '\n'.join(lines)
 
 

@@ -31,10 +31,22 @@ class RunOptions:
     # (label, regular expression over command lines): CPU of each group
     # of processes during the allocate phase.
     cpu_groups: tuple = ()
+    # ``extra_check(records)`` -> checks.Check, run with the checks after
+    # the delete phase (the placement backend: no claim left).
+    extra_check: object = None
+    # ``after_enroll(nodes)`` -> {name: seconds}: set-up after the nodes
+    # are loaded and before the allocate phase (the placement backend:
+    # waiting for the sync); reported under 'setup_seconds'.
+    after_enroll: object = None
+    # The allocation backend of the service, for the report.
+    backend: str = None
 
     def describe(self):
-        return {'nodes': self.nodes, 'enroll': self.enroll,
-                'checks': self.checks, 'profile': self.profile}
+        described = {'nodes': self.nodes, 'enroll': self.enroll,
+                     'checks': self.checks, 'profile': self.profile}
+        if self.backend:
+            described['backend'] = self.backend
+        return described
 
 
 def _say(text):
@@ -136,11 +148,14 @@ def run(settings, options):
     profile = None
     enrolled = []
     cpu = {}
+    setup = {}
     try:
         phases['enroll'], enrolled = _enroll(settings, options, name_prefix,
                                              stop)
         if pid:
             memory['loaded'] = (_memory(pid) or {}).get('rss')
+        if options.after_enroll is not None and not stop.is_set():
+            setup = options.after_enroll(options.nodes)
         if not stop.is_set():
             sampler = None
             if options.profile:
@@ -178,6 +193,9 @@ def run(settings, options):
         if options.checks and records and not interrupted:
             _run_checks(settings, records, 'after delete', True,
                         found_checks, check_seconds, threading.Event())
+            if options.extra_check is not None:
+                found_checks.append(('after delete',
+                                     options.extra_check(records)))
     finally:
         cleanup = _clean_up_nodes(settings, options, enrolled)
     if cleanup is not None and cleanup.errors:
@@ -185,6 +203,8 @@ def run(settings, options):
     machine['load_after'] = report.load_average()
     extra = {'machine': machine, 'check_seconds': check_seconds,
              'allocate_cpu_seconds': cpu}
+    if setup:
+        extra['setup_seconds'] = setup
     if pid:
         peak = (_memory(pid) or {}).get('peak')
         memory['after_run'] = (_memory(pid) or {}).get('rss')

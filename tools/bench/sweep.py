@@ -12,6 +12,7 @@ import shutil
 import sys
 import tempfile
 
+from tools.bench import placement as placement_mod
 from tools.bench import report
 from tools.bench import runner
 from tools.bench import service as service_mod
@@ -30,6 +31,16 @@ class SweepOptions:
     keep_workdir: bool = False
     workdir_root: str = None
     executable: str = None
+    # 'database' or 'placement' ([allocation]backend of the service).
+    backend: str = 'database'
+    # Placement (backend placement): a URL of an existing database on the
+    # PostgreSQL server that gets one fresh database per size (None: the
+    # tests' default, the main cluster on 127.0.0.1:5432).
+    placement_db_url: str = None
+    placement_workers: int = 2
+    placement_threads: int = 4
+    sync_interval: int = placement_mod.DEFAULT_SYNC_INTERVAL
+    sync_timeout: float = placement_mod.DEFAULT_SYNC_TIMEOUT
 
 
 def parse_sizes(text):
@@ -57,9 +68,28 @@ def run_size(settings, options, nodes):
     if options.db_url:
         from tools.bench import bulk
         bulk.wipe(options.db_url)
+    placement = None
+    service_options = tuple(options.service_options)
+    run_extra = {}
+    if options.backend == 'placement':
+        _say('== %d nodes: starting Placement (PostgreSQL, %d workers x %d '
+             'threads)' % (nodes, options.placement_workers,
+                           options.placement_threads))
+        placement = placement_mod.start(options.placement_workers,
+                                        options.placement_threads,
+                                        options.placement_db_url)
+        _say('   Placement on %s' % placement.url)
+        service_options = placement_mod.service_options(
+            placement.url, options.sync_interval) + service_options
+        run_extra = {
+            'backend': 'placement',
+            'after_enroll': _placement_sync_wait(
+                placement.url, settings.resource_class,
+                options.sync_timeout),
+            'extra_check': placement_mod.claims_check(placement.url)}
     service = service_mod.StandaloneService(
         workdir, db_url=options.db_url, transport_url=options.transport_url,
-        options=options.service_options, executable=options.executable)
+        options=service_options, executable=options.executable)
     _say('== %d nodes: starting ironic-alloc in %s' % (nodes, workdir))
     try:
         service.start()
@@ -71,24 +101,42 @@ def run_size(settings, options, nodes):
         run_options = runner.RunOptions(
             nodes=nodes, allocations=options.allocations, enroll='bulk',
             db_url=service.db_url, keep=True, checks=options.checks,
-            profile=options.profile, service_pid=service.pid)
+            profile=options.profile, service_pid=service.pid, **run_extra)
         result = runner.run(size_settings, run_options)
         result['service']['rss_mib']['started'] = started['rss']
     finally:
-        status = service.stop()
-        if status not in (0, None):
-            _say('   ironic-alloc exited with status %s; log: %s'
-                 % (status, service.log_path))
+        try:
+            status = service.stop()
+            if status not in (0, None):
+                _say('   ironic-alloc exited with status %s; log: %s'
+                     % (status, service.log_path))
+        finally:
+            if placement is not None:
+                placement.cleanup()
     if not options.keep_workdir:
         shutil.rmtree(workdir, ignore_errors=True)
     rss = result['service']['rss_mib']
-    return {'nodes': nodes,
+    return {'nodes': nodes, 'backend': options.backend,
             'load_seconds': result['phases']['enroll']['seconds'],
             'rss_mib': {'loaded': rss.get('loaded'),
                         'after': rss.get('after_run'),
                         'peak': rss.get('peak')},
             'result': result,
             'workdir': workdir if options.keep_workdir else None}
+
+
+def _placement_sync_wait(url, resource_class, timeout):
+    """``after_enroll`` of a placement run: wait until Placement offers
+    every loaded node (the conductor's full pass brings them there)."""
+    def wait(nodes):
+        _say('   waiting for the Placement sync of %d nodes' % nodes)
+        seconds = placement_mod.wait_for_sync(
+            lambda: placement_mod.offered_count(url, resource_class),
+            nodes, timeout, say=_say)
+        _say('   Placement offers all %d nodes after %.1f s' % (nodes,
+                                                                 seconds))
+        return {'placement_sync': seconds}
+    return wait
 
 
 def sweep(settings, options):
@@ -100,7 +148,8 @@ def sweep(settings, options):
     for nodes in options.sizes:
         try:
             row = run_size(settings, options, nodes)
-        except service_mod.ServiceFailed as exc:
+        except (service_mod.ServiceFailed,
+                placement_mod.PlacementUnavailable) as exc:
             _say('Error at %d nodes: %s' % (nodes, exc))
             return rows, 'failed'
         rows.append(row)

@@ -86,9 +86,10 @@ def _answers_with_noauth2(url):
 class _PostgresDatabase:
     """A database of its own on the PostgreSQL server of the tests."""
 
-    def __init__(self):
+    def __init__(self, server_url=None):
         self.server_url = sa.engine.make_url(
-            os.environ.get('IRONIC_ALLOC_PLACEMENT_PG') or DEFAULT_PG_URL)
+            server_url or os.environ.get('IRONIC_ALLOC_PLACEMENT_PG')
+            or DEFAULT_PG_URL)
         self.name = 'ironic_alloc_placement_%s' % uuid.uuid4().hex[:12]
         self.url = self.server_url.set(database=self.name)
 
@@ -121,9 +122,13 @@ class Placement:
     :param database: 'sqlite' or 'postgresql'.
     :param workers: gunicorn worker processes (PostgreSQL only).
     :param threads: threads per worker (PostgreSQL only).
+    :param pg_url: a URL of an existing database on the PostgreSQL server
+        to create the database on (default: IRONIC_ALLOC_PLACEMENT_PG,
+        else DEFAULT_PG_URL).
     """
 
-    def __init__(self, database='sqlite', workers=2, threads=4, venv=None):
+    def __init__(self, database='sqlite', workers=2, threads=4, venv=None,
+                 pg_url=None):
         if database not in ('sqlite', 'postgresql'):
             raise ValueError('database must be sqlite or postgresql')
         self.venv = venv or placement_venv_path()
@@ -135,6 +140,7 @@ class Placement:
         self.workdir = None
         self.server = None
         self._pg = None
+        self._pg_url = pg_url
 
     @property
     def url(self):
@@ -148,7 +154,7 @@ class Placement:
         if self.database == 'sqlite':
             return 'sqlite:///%s' % os.path.join(self.workdir,
                                                  'placement.sqlite')
-        database = _PostgresDatabase()
+        database = _PostgresDatabase(self._pg_url)
         database.create()
         self._pg = database
         return database.url.render_as_string(hide_password=False)

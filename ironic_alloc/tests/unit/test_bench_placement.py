@@ -1,0 +1,169 @@
+"""Unit tests of the pure parts of the benchmark's placement backend
+(tools/bench/placement.py and its arguments, config and report)."""
+
+import io
+
+import fixtures
+
+from ironic_alloc.tests import base
+from ironic_alloc.tests.unit import test_bench
+from tools.bench import cli
+from tools.bench import placement
+from tools.bench import report
+from tools.bench import runner
+from tools.bench import service
+
+
+class TestServiceOptions(base.TestCase):
+
+    def test_config_points_at_placement(self):
+        text = service.render_config(
+            '/tmp/s', 6385, options=placement.service_options(
+                'http://127.0.0.1:8778', sync_interval=7))
+        sections = {}
+        current = None
+        for line in text.splitlines():
+            if line.startswith('['):
+                current = sections.setdefault(line.strip('[]'), {})
+            elif ' = ' in line:
+                key, value = line.split(' = ', 1)
+                current[key] = value
+        self.assertEqual({'backend': 'placement'}, sections['allocation'])
+        self.assertEqual({'auth_type': 'admin_token',
+                          'endpoint': 'http://127.0.0.1:8778',
+                          'token': 'admin', 'sync_interval': '7'},
+                         sections['placement'])
+
+
+class FakeClock:
+    """A clock that advances only when slept on."""
+
+    def __init__(self):
+        self.now = 100.0
+
+    def __call__(self):
+        return self.now
+
+    def sleep(self, seconds):
+        self.now += seconds
+
+
+class TestWaitForSync(base.TestCase):
+
+    def test_returns_the_time_it_took(self):
+        clock = FakeClock()
+        counts = iter([0, 0, 5, 12, 20])
+        seconds = placement.wait_for_sync(lambda: next(counts), 20, 60,
+                                          interval=2, clock=clock,
+                                          sleep=clock.sleep)
+        self.assertEqual(8.0, seconds)
+
+    def test_gives_up_after_the_timeout(self):
+        clock = FakeClock()
+        exc = self.assertRaises(
+            placement.PlacementUnavailable, placement.wait_for_sync,
+            lambda: 3, 20, 10, interval=1, clock=clock, sleep=clock.sleep)
+        self.assertIn('offers 3 of 20 nodes after 10 s', str(exc))
+
+    def test_reports_progress(self):
+        clock = FakeClock()
+        said = []
+        counts = iter(range(0, 100, 4))
+        seconds = placement.wait_for_sync(lambda: next(counts), 60, 60,
+                                          interval=1, clock=clock,
+                                          sleep=clock.sleep,
+                                          say=said.append)
+        self.assertEqual(15.0, seconds)
+        self.assertEqual(['   Placement offers 40/60 nodes (10 s)'], said)
+
+
+class TestLeftoverClaims(base.TestCase):
+
+    def test_no_claim(self):
+        check = placement.leftover_claims(
+            lambda c: (200, {'allocations': {}}), ['a', 'b'])
+        self.assertTrue(check.ok)
+        self.assertEqual('no Placement claim left', check.name)
+
+    def test_claim_left_or_error(self):
+        answers = {'a': (200, {'allocations': {'rp-1': {}}}),
+                   'b': (500, None), 'c': (200, {'allocations': {}})}
+
+        def lookup(consumer):
+            if consumer == 'd':
+                raise OSError('refused')
+            return answers[consumer]
+
+        check = placement.leftover_claims(lookup, ['a', 'b', 'c', 'd'])
+        self.assertFalse(check.ok)
+        self.assertIn('3 problem(s)', check.detail)
+        self.assertIn('a holds a claim on rp-1', check.detail)
+        self.assertIn('b: HTTP 500', check.detail)
+        self.assertIn('d: refused', check.detail)
+
+
+class TestArguments(base.TestCase):
+
+    def test_placement_backend(self):
+        args = cli.build_parser().parse_args([
+            'sweep', '--backend', 'placement', '--sizes', '1000,10000',
+            '--placement-db-url', 'postgresql+psycopg2://u:p@h/db',
+            '--placement-workers', '3', '--placement-threads', '2',
+            '--placement-sync-interval', '9'])
+        self.assertEqual('placement', args.backend)
+        self.assertEqual('postgresql+psycopg2://u:p@h/db',
+                         args.placement_db_url)
+        self.assertEqual((3, 2, 9), (args.placement_workers,
+                                     args.placement_threads,
+                                     args.placement_sync_interval))
+
+    def test_defaults(self):
+        args = cli.build_parser().parse_args(['sweep'])
+        self.assertEqual('database', args.backend)
+        self.assertEqual(placement.DEFAULT_SYNC_INTERVAL,
+                         args.placement_sync_interval)
+
+    def test_usage_errors(self):
+        stderr = io.StringIO()
+        self.useFixture(fixtures.MonkeyPatch('sys.stderr', stderr))
+        self.assertRaises(SystemExit, cli.main,
+                          ['sweep', '--backend', 'nova'])
+        self.assertRaises(SystemExit, cli.main,
+                          ['sweep', '--placement-db-url', 'postgresql://x'])
+        self.assertIn('--placement-db-url needs --backend placement',
+                      stderr.getvalue())
+        self.assertRaises(SystemExit, cli.main,
+                          ['sweep', '--placement-sync-interval', '0'])
+
+
+class TestReport(base.TestCase):
+
+    def test_backend_and_sync_column(self):
+        result = test_bench._sample_run(extra={
+            'setup_seconds': {'placement_sync': 12.5}})
+        result['settings']['backend'] = 'placement'
+        text = report.format_run(result)
+        self.assertIn('(backend placement)', text.splitlines()[0])
+        self.assertIn('Set-up, not measured: placement sync 12.5 s', text)
+        rows = [{'nodes': 1000, 'backend': 'placement', 'load_seconds': 1.0,
+                 'result': result,
+                 'rss_mib': {'loaded': 90.0, 'after': 100.0,
+                             'peak': 101.0}}]
+        lines = report.format_sweep(rows).splitlines()
+        self.assertIn('backend placement', lines[0])
+        self.assertIn('placement sync s', lines[1])
+        self.assertEqual(['1000', '1.0', '12.5'], lines[3].split()[:3])
+        self.assertIn('not in the allocation figures', lines[-1])
+
+    def test_database_sweep_has_no_sync_column(self):
+        rows = [{'nodes': 1000, 'load_seconds': 1.0,
+                 'result': test_bench._sample_run(),
+                 'rss_mib': {}}]
+        text = report.format_sweep(rows)
+        self.assertIn('backend database', text)
+        self.assertNotIn('placement sync', text)
+
+    def test_run_options_describe_backend(self):
+        self.assertEqual('placement', runner.RunOptions(
+            backend='placement').describe()['backend'])
+        self.assertNotIn('backend', runner.RunOptions().describe())

@@ -21,12 +21,12 @@ import urllib.parse
 import urllib.request
 
 from ironic_alloc.conductor import placement_sync
+from tools import placement_server
 from tools.bench import checks as checks_mod
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
-# noauth2 accepts any token; "admin" carries the admin role.
-TOKEN = 'admin'
+TOKEN = placement_server.TOKEN
 MICROVERSION = 'placement 1.39'
 # A short full-pass interval: bulk-loaded nodes reach Placement only
 # through the full pass.
@@ -55,15 +55,14 @@ def ensure_venv(venv=None, setup=None):
 
     :raises: PlacementUnavailable when the script fails.
     """
-    from ironic_alloc.tests.placement import fixtures
-    if fixtures.missing_reason(venv) is None:
+    if placement_server.missing_reason(venv) is None:
         return
     script = setup or os.path.join(ROOT, 'tools',
                                    'setup-placement-venv.sh')
     print('Building the Placement virtualenv (%s)' % script,
           file=sys.stderr, flush=True)
     result = subprocess.run([script], stdin=subprocess.DEVNULL)
-    reason = fixtures.missing_reason(venv)
+    reason = placement_server.missing_reason(venv)
     if result.returncode != 0 or reason:
         raise PlacementUnavailable('%s exited %d: %s' % (
             script, result.returncode, reason or 'see its output'))
@@ -76,13 +75,12 @@ def start(workers=2, threads=4, pg_url=None):
         drops the database).
     :raises: PlacementUnavailable.
     """
-    from ironic_alloc.tests.placement import fixtures
     ensure_venv()
-    server = fixtures.Placement(database='postgresql', workers=workers,
+    server = placement_server.PlacementServer(database='postgresql', workers=workers,
                                 threads=threads, pg_url=pg_url)
     try:
         server.start()
-    except fixtures.PlacementError as exc:
+    except placement_server.PlacementError as exc:
         server.cleanup()
         raise PlacementUnavailable(str(exc))
     return server

@@ -31,7 +31,7 @@ import uuid
 from keystoneauth1.identity import v3
 from keystoneauth1 import session as ks_session
 
-from ironic_alloc.tests import tool_server
+from tools import tool_server
 
 # NOTE: computed at import: oslotest points tempfile at a per-test
 # directory that is removed when the test ends, and Keystone outlives the

@@ -1,8 +1,9 @@
 """Third-party services the test tiers run under gunicorn (Keystone,
 Placement), each from a virtualenv of its own (tools/setup-*-venv.sh).
 
-The tests only talk HTTP to them; this module finds the virtualenv, runs
-the gunicorn process on a free loopback port and stops it.
+The tests and the benchmark only talk HTTP to them; this module finds the
+virtualenv, runs the gunicorn process on a free loopback port and stops
+it.
 """
 
 import os
@@ -10,7 +11,9 @@ import signal
 import subprocess
 import time
 
-from ironic_alloc.tests.clients import fixtures as client_fixtures
+from tools.bench import service as bench_service
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 # Bounds on waiting: they only keep a hang from stalling the run.
 START_TIMEOUT = 60
@@ -20,7 +23,7 @@ STOP_TIMEOUT = 20
 def venv_path(env_var, default_dir):
     """The virtualenv ``env_var`` names, else ``default_dir`` of the
     repository root."""
-    return os.environ.get(env_var) or os.path.join(client_fixtures.REPO_ROOT,
+    return os.environ.get(env_var) or os.path.join(REPO_ROOT,
                                                    default_dir)
 
 
@@ -70,7 +73,7 @@ class GunicornServer:
         :returns: False when it did not get ready (its log says why).
         """
         for attempt in range(3):
-            self.port = client_fixtures.free_port()
+            self.port = bench_service.free_port()
             argv = [self.gunicorn] + list(arguments(self.port))
             with open(self.log_path, 'ab') as log:
                 log.write(('--- start %d on port %d\n'

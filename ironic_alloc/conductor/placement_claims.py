@@ -16,6 +16,8 @@ by ``release_stale_claims``, which the periodic sync runs: Placement's own
 list of consumers per provider is the record of what is left to release.
 """
 
+import random
+
 from oslo_log import log
 from oslo_utils import uuidutils
 
@@ -289,16 +291,16 @@ def reserve_some_node(context, client, allocation, criteria,
     by_database = bool(criteria['candidate_uuids'] or criteria['owner'])
     for _attempt in range(CONF.conductor.allocation_attempts):
         if not by_database:
-            node_id, offered = _try_providers(claimer)
+            node_id, _offered = _try_providers(claimer)
             if node_id is not None:
                 return node_id
-            if offered:
-                # NOTE: taken by concurrent allocations: ask again.
-                continue
-        # NOTE: without Placement's offer (none fitted, or candidate
-        # nodes or an owner) our database's free nodes are claimed
-        # directly, their providers repaired when they lag behind, rather
-        # than answer "no candidate" falsely.
+        # NOTE: when Placement offered nothing that could be had (none
+        # fitted, or concurrent allocations took every node offered, as
+        # happens when Placement does not randomise its answers and all
+        # of them get the same few), or with candidate nodes or an
+        # owner, our database's free nodes (a random part of the index)
+        # are claimed directly, their providers repaired when they lag
+        # behind, rather than answer "no candidate" falsely.
         node_ids = _database_candidates(criteria)
         if not node_ids:
             return None
@@ -320,6 +322,10 @@ def _try_providers(claimer):
     :returns: (the reserved node id or None, how many were offered).
     """
     offered = claimer.placement_candidates()
+    # NOTE: Placement randomises its answers only when configured to
+    # (randomize_allocation_candidates); in its default order concurrent
+    # allocations would all try the same node first.
+    offered = random.sample(offered, len(offered))
     for provider_uuid in offered:
         node = _node_by_uuid(claimer.context, provider_uuid)
         if node is None:

@@ -185,6 +185,25 @@ class TestPicking(PlacementAllocationTestCase):
         node.save()
         self.assertClaimed(self.allocate(), node)
 
+    def test_offered_nodes_all_taken_falls_back_to_free_nodes(self):
+        # Placement keeps offering a node that a concurrent allocation won
+        # in our database (its claim not made yet, the provider not yet
+        # reserved), and has not caught up with the only free node.  The
+        # free node is found in our database, repaired and claimed,
+        # instead of "no candidate" after every attempt.
+        taken = self.node()
+        free = self.node(maintenance=True)
+        self.sync()
+        winner = utils.make_allocation(self.context, self.me)
+        self.assertTrue(dbapi.reserve_node_for_allocation(
+            winner.id, self.me, taken.id, allocations.criteria_of(winner)))
+        free.maintenance = False
+        free.save()
+        self.assertEqual({'CUSTOM_GOLD': 0}, self.reserved(taken.uuid))
+        self.assertEqual({'CUSTOM_GOLD': 1}, self.reserved(free.uuid))
+        self.assertClaimed(self.allocate(), free)
+        self.assertInvariant()
+
     def test_colliding_classes_find_no_node(self):
         # baremetal-gold and baremetal.gold both become
         # CUSTOM_BAREMETAL_GOLD: the sync gives neither an inventory.

@@ -124,10 +124,12 @@ class PlacementServer:
     :param pg_url: a URL of an existing database on the PostgreSQL server
         to create the database on (default: IRONIC_ALLOC_PLACEMENT_PG,
         else DEFAULT_PG_URL).
+    :param options: {name: value} of placement.conf's [placement] section
+        (Placement's own settings, e.g. randomize_allocation_candidates).
     """
 
     def __init__(self, database='sqlite', workers=2, threads=4, venv=None,
-                 pg_url=None):
+                 pg_url=None, options=None):
         if database not in ('sqlite', 'postgresql'):
             raise ValueError('database must be sqlite or postgresql')
         self.venv = venv or placement_venv_path()
@@ -140,6 +142,7 @@ class PlacementServer:
         self.server = None
         self._pg = None
         self._pg_url = pg_url
+        self.options = dict(options or {})
 
     @property
     def url(self):
@@ -168,6 +171,10 @@ class PlacementServer:
                     'connection = %s\n'
                     % (os.path.join(self.workdir, 'placement.log'),
                        connection))
+            if self.options:
+                f.write('[placement]\n')
+                f.writelines('%s = %s\n' % item
+                             for item in sorted(self.options.items()))
 
     def _manage(self, *args):
         argv = [os.path.join(self.venv, 'bin', 'placement-manage'),

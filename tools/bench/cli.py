@@ -50,6 +50,23 @@ def _cpu_group(text):
     return label.strip(), pattern
 
 
+def _placement_option(text):
+    if text == 'none':
+        return None
+    name, sep, value = text.partition('=')
+    if not sep or not name.strip():
+        raise argparse.ArgumentTypeError(
+            'expected NAME=VALUE or none, got %r' % text)
+    return name.strip(), value.strip()
+
+
+def _placement_options(given):
+    """The [placement] options of the benchmark's Placement."""
+    if given is None:
+        return placement_mod.DEFAULT_PLACEMENT_OPTIONS
+    return tuple(option for option in given if option is not None)
+
+
 def _service_option(text):
     try:
         return service_mod.parse_option(text)
@@ -185,6 +202,14 @@ def build_parser():
     sweep.add_argument('--placement-threads', type=_positive_int,
                        default=4,
                        help='threads per Placement worker (default 4)')
+    sweep.add_argument('--placement-option', action='append',
+                       type=_placement_option, metavar='NAME=VALUE',
+                       help="an option of Placement's [placement] section "
+                            '(repeatable; replaces the defaults %s; '
+                            '"none" alone: Placement\'s own defaults)'
+                            % ', '.join(
+                                '%s=%s' % o for o in
+                                placement_mod.DEFAULT_PLACEMENT_OPTIONS))
     sweep.add_argument('--placement-sync-interval', type=_positive_int,
                        default=placement_mod.DEFAULT_SYNC_INTERVAL,
                        help='[placement]sync_interval of the service: '
@@ -257,6 +282,7 @@ def _sweep(args, parser):
         placement_db_url=args.placement_db_url,
         placement_workers=args.placement_workers,
         placement_threads=args.placement_threads,
+        placement_options=_placement_options(args.placement_option),
         sync_interval=args.placement_sync_interval,
         sync_timeout=args.placement_sync_timeout)
     rows, status = sweep_mod.sweep(_settings(args), options)

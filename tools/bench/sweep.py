@@ -39,6 +39,8 @@ class SweepOptions:
     placement_db_url: str = None
     placement_workers: int = 2
     placement_threads: int = 4
+    # (name, value) pairs of Placement's [placement] section.
+    placement_options: tuple = placement_mod.DEFAULT_PLACEMENT_OPTIONS
     sync_interval: int = placement_mod.DEFAULT_SYNC_INTERVAL
     sync_timeout: float = placement_mod.DEFAULT_SYNC_TIMEOUT
 
@@ -73,16 +75,22 @@ def run_size(settings, options, nodes):
     run_extra = {}
     if options.backend == 'placement':
         _say('== %d nodes: starting Placement (PostgreSQL, %d workers x %d '
-             'threads)' % (nodes, options.placement_workers,
-                           options.placement_threads))
+             'threads; %s)' % (
+                 nodes, options.placement_workers,
+                 options.placement_threads,
+                 ', '.join('%s = %s' % o for o in options.placement_options)
+                 or 'its defaults'))
         placement = placement_mod.start(options.placement_workers,
                                         options.placement_threads,
-                                        options.placement_db_url)
+                                        options.placement_db_url,
+                                        options.placement_options)
         _say('   Placement on %s' % placement.url)
         service_options = placement_mod.service_options(
             placement.url, options.sync_interval) + service_options
         run_extra = {
-            'backend': 'placement',
+            'backend': 'placement (%s)' % (
+                ', '.join('%s = %s' % o for o in options.placement_options)
+                or "Placement's defaults"),
             'after_enroll': _placement_sync_wait(
                 placement.url, settings.resource_class,
                 options.sync_timeout),

@@ -2,6 +2,7 @@
 (tools/bench/placement.py and its arguments, config and report)."""
 
 import io
+import os
 
 import fixtures
 
@@ -12,6 +13,7 @@ from tools.bench import placement
 from tools.bench import report
 from tools.bench import runner
 from tools.bench import service
+from tools import placement_server
 
 
 class TestServiceOptions(base.TestCase):
@@ -122,6 +124,32 @@ class TestArguments(base.TestCase):
         self.assertEqual('database', args.backend)
         self.assertEqual(placement.DEFAULT_SYNC_INTERVAL,
                          args.placement_sync_interval)
+
+    def test_placement_options(self):
+        parse = cli.build_parser().parse_args
+        self.assertEqual(placement.DEFAULT_PLACEMENT_OPTIONS,
+                         cli._placement_options(
+                             parse(['sweep']).placement_option))
+        args = parse(['sweep', '--placement-option',
+                      'max_allocation_candidates=50', '--placement-option',
+                      ' allocation_conflict_retry_count = 1'])
+        self.assertEqual((('max_allocation_candidates', '50'),
+                          ('allocation_conflict_retry_count', '1')),
+                         cli._placement_options(args.placement_option))
+        args = parse(['sweep', '--placement-option', 'none'])
+        self.assertEqual((), cli._placement_options(args.placement_option))
+
+    def test_placement_conf_holds_the_options(self):
+        workdir = self.useFixture(fixtures.TempDir()).path
+        server = placement_server.PlacementServer(
+            options={'randomize_allocation_candidates': 'true'})
+        server.workdir = workdir
+        server._write_conf('sqlite://')
+        with open(os.path.join(workdir, 'placement.conf')) as f:
+            text = f.read()
+        self.assertIn('[placement]\nrandomize_allocation_candidates = '
+                      'true\n', text)
+        self.assertIn('auth_strategy = noauth2', text)
 
     def test_usage_errors(self):
         stderr = io.StringIO()

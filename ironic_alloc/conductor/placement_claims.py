@@ -336,7 +336,7 @@ def _try_providers(claimer):
     return None, len(offered)
 
 
-def release_stale_claims(context, client):
+def release_stale_claims(context, client, managed=None):
     """Release the claims that no allocation holds: on every managed
     provider whose node has no allocation or is gone, each consumer that
     is no allocation of ours any more, or one that ended in error or holds
@@ -346,10 +346,14 @@ def release_stale_claims(context, client):
     Placement read per other free node only.  A claim left on a node with
     an allocation is found once the node is free again.
 
+    :param managed: the uuids of the managed providers, when the caller
+        has just listed them.
     :returns: the number of consumers released.
     :raises: PlacementUnavailable, PlacementRequestFailed.
     """
-    managed = list(placement_sync.managed_providers(client))
+    if managed is None:
+        managed = placement_sync.managed_providers(client)
+    managed = list(managed)
     unclaimed = _offered_providers(context, client)
     released = 0
     for start in range(0, len(managed), _PAGE):

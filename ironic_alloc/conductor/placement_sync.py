@@ -440,12 +440,14 @@ def managed_providers(client):
             'resource_providers']}
 
 
-def sync_all(context, client, synced=None, concurrency=1):
+def sync_all(context, client, synced=None, concurrency=1, managed=None):
     """Bring every managed provider in line with the nodes (module doc).
 
     :param synced: the process's SyncedProviders: providers it shows
         unchanged are skipped, and it is kept up to date.
     :param concurrency: how many providers are synchronised at once.
+    :param managed: managed_providers() as the caller has just listed
+        them (a claim released since only makes a provider be read).
     :returns: SyncReport.
     :raises: PlacementUnavailable when Placement cannot be listed; the
         failures of single nodes are in the report instead.
@@ -456,7 +458,8 @@ def sync_all(context, client, synced=None, concurrency=1):
     _report_collisions(found, report)
     # NOTE: one listing instead of two reads per node (the provider and
     # its aggregates) for every provider made by an earlier pass.
-    managed = managed_providers(client)
+    if managed is None:
+        managed = managed_providers(client)
     work = []
     for node in nodes:
         wanted = wanted_state(

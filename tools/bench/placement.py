@@ -32,6 +32,9 @@ MICROVERSION = 'placement 1.39'
 # through the full pass.
 DEFAULT_SYNC_INTERVAL = 5
 DEFAULT_SYNC_TIMEOUT = 1800.0
+# [placement]sync_interval during the measured phases (set with SIGHUP
+# once the loaded nodes are in Placement): the service's default.
+MEASURED_SYNC_INTERVAL = 600
 REQUEST_TIMEOUT = 30
 
 

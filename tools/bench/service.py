@@ -217,11 +217,7 @@ class StandaloneService:
             raise ServiceFailed('%s not found: install ironic_alloc in this '
                                 'virtualenv' % self.executable)
         self.port = free_port()
-        config = os.path.join(self.workdir, 'ironic-alloc.conf')
-        with open(config, 'w') as f:
-            f.write(render_config(self.workdir, self.port, self.db_url,
-                                  self.transport_url, self.options,
-                                  log_file=self.log_path))
+        config = self._write_config()
         with open(os.path.join(self.workdir, 'stdout.log'), 'ab') as out:
             # NOTE: a new session, so that Ctrl-C in the terminal reaches
             # only the benchmark, which then stops the service itself.
@@ -230,6 +226,23 @@ class StandaloneService:
                 stdout=out, stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL, start_new_session=True)
         self._wait_ready(timeout)
+
+    def _write_config(self):
+        config = os.path.join(self.workdir, 'ironic-alloc.conf')
+        with open(config, 'w') as f:
+            f.write(render_config(self.workdir, self.port, self.db_url,
+                                  self.transport_url, self.options,
+                                  log_file=self.log_path))
+        return config
+
+    def reconfigure(self, options):
+        """Change (section, key, value) options in the config file and
+        make the running service re-read it (SIGHUP: mutable options)."""
+        changed = {(section, key) for section, key, _value in options}
+        self.options = [o for o in self.options
+                        if (o[0], o[1]) not in changed] + list(options)
+        self._write_config()
+        self.process.send_signal(signal.SIGHUP)
 
     def _wait_ready(self, timeout):
         client = api_client.ApiClient(self.endpoint, timeout=5)

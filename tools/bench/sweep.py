@@ -88,12 +88,16 @@ def run_size(settings, options, nodes):
         service_options = placement_mod.service_options(
             placement.url, options.sync_interval) + service_options
         run_extra = {
-            'backend': 'placement (%s)' % (
-                ', '.join('%s = %s' % o for o in options.placement_options)
-                or "Placement's defaults"),
+            'backend': 'placement',
             'after_enroll': _placement_sync_wait(
                 placement.url, settings.resource_class,
-                options.sync_timeout),
+                options.sync_timeout,
+                # NOTE: once the nodes are there, full passes only add
+                # load (three listings of the fleet each): the measured
+                # phases run with the default interval.
+                then=lambda: service.reconfigure(
+                    [('placement', 'sync_interval',
+                      str(placement_mod.MEASURED_SYNC_INTERVAL))])),
             'extra_check': placement_mod.claims_check(placement.url)}
     service = service_mod.StandaloneService(
         workdir, db_url=options.db_url, transport_url=options.transport_url,
@@ -133,9 +137,10 @@ def run_size(settings, options, nodes):
             'workdir': workdir if options.keep_workdir else None}
 
 
-def _placement_sync_wait(url, resource_class, timeout):
+def _placement_sync_wait(url, resource_class, timeout, then=None):
     """``after_enroll`` of a placement run: wait until Placement offers
-    every loaded node (the conductor's full pass brings them there)."""
+    every loaded node (the conductor's full pass brings them there), then
+    call ``then``."""
     def wait(nodes):
         _say('   waiting for the Placement sync of %d nodes' % nodes)
         seconds = placement_mod.wait_for_sync(
@@ -143,6 +148,8 @@ def _placement_sync_wait(url, resource_class, timeout):
             nodes, timeout, say=_say)
         _say('   Placement offers all %d nodes after %.1f s' % (nodes,
                                                                  seconds))
+        if then is not None:
+            then()
         return {'placement_sync': seconds}
     return wait
 

@@ -3,6 +3,8 @@
 
 import io
 import os
+import subprocess
+import sys
 
 import fixtures
 
@@ -138,6 +140,30 @@ class TestArguments(base.TestCase):
                          cli._placement_options(args.placement_option))
         args = parse(['sweep', '--placement-option', 'none'])
         self.assertEqual((), cli._placement_options(args.placement_option))
+
+    def test_reconfigure_rewrites_and_signals(self):
+        workdir = self.useFixture(fixtures.TempDir()).path
+        svc = service.StandaloneService(
+            workdir, options=[('placement', 'sync_interval', '5'),
+                              ('allocation', 'backend', 'placement')])
+        svc.port = 7000
+        svc._write_config()
+        # NOTE: a stand-in process that reports the SIGHUP it gets.
+        svc.process = subprocess.Popen(
+            [sys.executable, '-c',
+             'import signal, sys, time\n'
+             'signal.signal(signal.SIGHUP, lambda *a: sys.exit(7))\n'
+             'print("ready", flush=True)\n'
+             'time.sleep(30)\n'], stdout=subprocess.PIPE, text=True)
+        self.addCleanup(svc.process.kill)
+        self.assertEqual('ready\n', svc.process.stdout.readline())
+        svc.reconfigure([('placement', 'sync_interval', '600')])
+        self.assertEqual(7, svc.process.wait(30))
+        with open(os.path.join(workdir, 'ironic-alloc.conf')) as f:
+            text = f.read()
+        self.assertIn('sync_interval = 600', text)
+        self.assertNotIn('sync_interval = 5', text)
+        self.assertIn('backend = placement', text)
 
     def test_placement_conf_holds_the_options(self):
         workdir = self.useFixture(fixtures.TempDir()).path

@@ -273,9 +273,14 @@ class ConductorAPI:
         delays it: transport errors are logged, never raised.
         """
         try:
-            self.client.prepare(server=host, version='1.0',
-                                retry=SEND_RETRIES).cast(
-                context, 'create_allocation', allocation_id=allocation_id)
+            # NOTE: a cast is quick unless the broker is unreachable; then
+            # it waits for its reconnection attempts, and must not hold a
+            # request slot meanwhile (other requests would queue behind it).
+            with request_slots.released():
+                self.client.prepare(server=host, version='1.0',
+                                    retry=SEND_RETRIES).cast(
+                    context, 'create_allocation',
+                    allocation_id=allocation_id)
         except Exception as exc:
             LOG.warning('Cast of allocation %(id)s to %(host)s failed '
                         '(%(exc)s); the conductor re-drives it from the '

@@ -125,15 +125,18 @@ class PlacementTestCase(ia_base.DbTestCase):
     def provider(self, uuid, client=None):
         client = client or self.client
         path = '/resource_providers/%s' % uuid
-        provider = client.get(path, expected=(200, 404))
-        if provider is None:
-            return None
-        return {
-            'name': provider['name'],
-            'inventories': client.get(path + '/inventories')['inventories'],
-            'traits': sorted(client.get(path + '/traits')['traits']),
-            'aggregates': client.get(path + '/aggregates')['aggregates'],
-        }
+        # NOTE: four reads; a conductor may delete the provider between
+        # them (tests wait for that): a 404 on any of them is "gone".
+        parts = {}
+        for key, suffix in (('name', ''), ('inventories', '/inventories'),
+                            ('traits', '/traits'),
+                            ('aggregates', '/aggregates')):
+            body = client.get(path + suffix, expected=(200, 404))
+            if body is None:
+                return None
+            parts[key] = body[key]
+        parts['traits'] = sorted(parts['traits'])
+        return parts
 
     def provider_uuids(self, client=None):
         client = client or self.client

@@ -291,7 +291,7 @@ def reserve_some_node(context, client, allocation, criteria,
     by_database = bool(criteria['candidate_uuids'] or criteria['owner'])
     for _attempt in range(CONF.conductor.allocation_attempts):
         if not by_database:
-            node_id, _offered = _try_providers(claimer)
+            node_id = _try_providers(claimer)
             if node_id is not None:
                 return node_id
         # NOTE: when Placement offered nothing that could be had (none
@@ -319,7 +319,7 @@ def _database_candidates(criteria):
 def _try_providers(claimer):
     """Claim Placement's candidates in turn.
 
-    :returns: (the reserved node id or None, how many were offered).
+    :returns: the reserved node id, or None.
     """
     offered = claimer.placement_candidates()
     # NOTE: Placement randomises its answers only when configured to
@@ -332,8 +332,8 @@ def _try_providers(claimer):
             # NOTE: a provider of a node deleted since the last sync.
             continue
         if claimer.reserve(node.id, node.uuid):
-            return node.id, len(offered)
-    return None, len(offered)
+            return node.id
+    return None
 
 
 def release_stale_claims(context, client, managed=None):

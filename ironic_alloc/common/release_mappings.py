@@ -26,7 +26,7 @@ RELEASE_MAPPING = {
         },
     },
     CURRENT: {
-        'rpc': '1.1',
+        'rpc': '1.2',
         'objects': {
             'Allocation': '1.0',
             'Conductor': '1.0',

@@ -155,6 +155,16 @@ def prepare_reply_queue():
     _reply_queue().start()
 
 
+def reply_queue_ready():
+    """Whether RPC calls can be sent without waiting for the reply queue
+    (its creation is started when it is not)."""
+    setup = _reply_queue()
+    if not setup.ready.is_set():
+        setup.start()
+        return False
+    return True
+
+
 def wait_for_reply_queue(timeout):
     """Wait at most ``timeout`` seconds for the RPC reply queue.
 

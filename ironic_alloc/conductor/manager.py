@@ -24,7 +24,7 @@ class ConductorManager:
 
     # NOTE: must equal rpcapi.RPC_API_VERSION.  Messages of every 1.x
     # version are accepted: arguments added since 1.0 have defaults.
-    RPC_API_VERSION = '1.1'
+    RPC_API_VERSION = '1.2'
     target = messaging.Target(version=RPC_API_VERSION)
 
     def __init__(self, service):
@@ -123,9 +123,17 @@ class ConductorManager:
                 lock, {'target_power_state': None}, self._finish_power,
                 lock, new_state, timeout)
 
-    def create_allocation(self, context, allocation_id):
-        """Cast: the row exists already; start working on it."""
-        self.service.start_allocation(allocation_id)
+    def create_allocation(self, context, allocation_id, wait=None):
+        """The row exists already; start working on it.
+
+        :param wait: since RPC 1.2, sent with a call: seconds to wait for
+            the work to end before answering.
+        :returns: True when the work ended within ``wait``.
+        """
+        if not wait:
+            self.service.start_allocation(allocation_id)
+            return False
+        return self.service.wait_for_allocation(allocation_id, wait)
 
     @messaging.expected_exceptions(*_EXPECTED)
     def destroy_allocation(self, context, allocation_id):

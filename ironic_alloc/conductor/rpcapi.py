@@ -5,6 +5,7 @@ API version history:
     1.0 - Initial version: node updates, deletion, traits, provision and
           power actions, allocation creation (cast) and deletion (call).
     1.1 - change_node_power_state: ``timeout`` argument.
+    1.2 - create_allocation: ``wait`` argument; sent as a call with it.
 
 Released versions are recorded in common/release_mappings.py; while
 ``[DEFAULT]pin_release_version`` is set, the client sends nothing newer
@@ -30,7 +31,7 @@ LOG = log.getLogger(__name__)
 
 # NOTE: must equal ConductorManager.RPC_API_VERSION and the 'master' entry
 # of common/release_mappings.py.
-RPC_API_VERSION = '1.1'
+RPC_API_VERSION = '1.2'
 
 # NOTE: how many times a message is re-sent when the broker connection
 # fails.  oslo.messaging's default (None) retries forever: while the broker
@@ -44,6 +45,10 @@ SEND_RETRIES = 1
 # died or stopped meanwhile only delays its allocation, which the live
 # conductors take over from the database.
 RECENTLY_ALIVE_SECONDS = 1.0
+
+# NOTE: how much longer than the conductor's wait a create_allocation call
+# waits for the conductor's answer.
+CALL_MARGIN_SECONDS = 1.0
 
 
 def _wrap_transport_errors(f):
@@ -265,13 +270,24 @@ class ConductorAPI:
 
     # Allocations
 
-    def create_allocation(self, context, allocation_id, host):
-        """Wake conductor ``host`` up to process an allocation (a cast).
+    def create_allocation(self, context, allocation_id, host, wait=0):
+        """Wake conductor ``host`` up to process an allocation.
 
         The allocation row is already committed with conductor_affinity =
-        that conductor, which re-drives it periodically, so a lost cast only
-        delays it: transport errors are logged, never raised.
+        that conductor, which re-drives it periodically, so a lost message
+        only delays it: transport errors are logged, never raised.
+
+        :param wait: seconds to wait for the conductor to finish the work
+            (a call, RPC 1.2); 0, or a conductor too old, sends a cast.
+        :returns: True when the conductor finished the work in the wait:
+            the row then holds its end state.
         """
+        # NOTE: a call needs the reply queue: until it exists (the
+        # process's first requests, or the broker is down), cast.
+        if (wait and self.client.can_send_version('1.2')
+                and rpc.reply_queue_ready()):
+            return self._create_allocation_and_wait(context, allocation_id,
+                                                    host, wait)
         try:
             # NOTE: a cast is quick unless the broker is unreachable; then
             # it waits for its reconnection attempts, and must not hold a
@@ -286,6 +302,30 @@ class ConductorAPI:
                         '(%(exc)s); the conductor re-drives it from the '
                         'database', {'id': allocation_id, 'host': host,
                                      'exc': exc})
+        return False
+
+    def _create_allocation_and_wait(self, context, allocation_id, host,
+                                    wait):
+        # NOTE: the conductor stops waiting at ``wait`` and answers; the
+        # margin lets that answer arrive before this side gives up.
+        timeout = wait + CALL_MARGIN_SECONDS
+        try:
+            with request_slots.released():
+                return bool(self.client.prepare(
+                    server=host, version='1.2', timeout=timeout,
+                    retry=SEND_RETRIES).call(
+                        context, 'create_allocation',
+                        allocation_id=allocation_id, wait=wait))
+        except messaging.MessagingTimeout:
+            LOG.info('Conductor %(host)s did not answer within %(timeout)s '
+                     's for allocation %(id)s; it goes on from the database',
+                     {'host': host, 'timeout': timeout, 'id': allocation_id})
+        except Exception as exc:
+            LOG.warning('Call for allocation %(id)s to %(host)s failed '
+                        '(%(exc)s); the conductor re-drives it from the '
+                        'database', {'id': allocation_id, 'host': host,
+                                     'exc': exc})
+        return False
 
     @_wrap_transport_errors
     def destroy_allocation(self, context, allocation_id, host):

@@ -53,7 +53,8 @@ class ConductorService:
         # stopping them.
         self._periodic_lock = threading.Lock()
         self._heartbeat_thread = None
-        self._in_flight = set()
+        # {allocation id: future of its work on the pool}
+        self._in_flight = {}
         self._in_flight_lock = threading.Lock()
         # Futures of the pool's work, awaited by a graceful stop.
         self._pending = set()
@@ -211,28 +212,54 @@ class ConductorService:
         """Work on an allocation unless that work is already in flight.
 
         A full pool leaves the allocation for the next re-drive pass.
+
+        :returns: True when the work was started now.
         """
-        with self._in_flight_lock:
-            if allocation_id in self._in_flight or self._stopping.is_set():
-                return False
-            self._in_flight.add(allocation_id)
-        try:
-            future = self._submit(allocations.do_allocate, self.context,
-                                  allocation_id, self.conductor.id,
-                                  self.placement_client)
-        except (futurist.RejectedSubmission, RuntimeError):
-            with self._in_flight_lock:
-                self._in_flight.discard(allocation_id)
-            LOG.warning('No free worker for allocation %s; it waits for '
-                        'the next re-drive', allocation_id)
+        started, _future = self._start_allocation(allocation_id)
+        return started
+
+    def wait_for_allocation(self, allocation_id, timeout):
+        """Work on an allocation (or join the work in flight) and wait for
+        it at most ``timeout`` seconds.
+
+        :returns: True when the work ended within the wait.
+        """
+        _started, future = self._start_allocation(allocation_id)
+        if future is None:
             return False
+        try:
+            future.result(timeout)
+        except futurist.TimeoutError:
+            return False
+        except Exception:
+            # NOTE: logged by _allocation_done; the re-drive retries it.
+            return False
+        return True
+
+    def _start_allocation(self, allocation_id):
+        """:returns: (started now, future of the work or None)."""
+        with self._in_flight_lock:
+            if self._stopping.is_set():
+                return False, None
+            future = self._in_flight.get(allocation_id)
+            if future is not None:
+                return False, future
+            try:
+                future = self._submit(allocations.do_allocate, self.context,
+                                      allocation_id, self.conductor.id,
+                                      self.placement_client)
+            except (futurist.RejectedSubmission, RuntimeError):
+                LOG.warning('No free worker for allocation %s; it waits '
+                            'for the next re-drive', allocation_id)
+                return False, None
+            self._in_flight[allocation_id] = future
         future.add_done_callback(
             lambda f: self._allocation_done(allocation_id, f))
-        return True
+        return True, future
 
     def _allocation_done(self, allocation_id, future):
         with self._in_flight_lock:
-            self._in_flight.discard(allocation_id)
+            self._in_flight.pop(allocation_id, None)
         if future.exception() is not None:
             LOG.error('Processing allocation %(id)s failed; it is retried '
                       'by the next re-drive: %(exc)s',

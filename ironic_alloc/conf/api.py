@@ -40,6 +40,25 @@ api_opts = [
                     'deletion) before answering 503. The bound includes '
                     'waiting for the RPC reply queue while the message '
                     'broker is unreachable.'),
+    cfg.FloatOpt('allocation_create_wait',
+                 default=0.0,
+                 min=0.0,
+                 max=60.0,
+                 help='Seconds POST /v1/allocations may wait for the '
+                      'conductor to process the new allocation before '
+                      'answering. 0 answers at once with the state '
+                      '"allocating", as Ironic does; clients then poll. '
+                      'With a wait, the answer usually shows the end state '
+                      '("active" with its node, or "error"), which saves '
+                      'clients their polls and the API their requests. The '
+                      'answer is still 201 when the wait runs out, the '
+                      'conductor does not answer or the message broker is '
+                      'unreachable: the allocation then shows "allocating" '
+                      'and its conductor finishes it from the database. A '
+                      'POST takes at most this long plus about a second. '
+                      'Needs conductors of RPC API 1.2 (ignored while '
+                      '[DEFAULT]pin_release_version names an older '
+                      'release).'),
     cfg.IntOpt('max_request_body_size',
                default=4 * 1024 * 1024,
                min=1024,

@@ -155,6 +155,15 @@ class Connection(metaclass=abc.ABCMeta):
         """:raises: AllocationNotFound."""
 
     @abc.abstractmethod
+    def get_allocation_with_node_uuid(self, **criteria):
+        """An allocation and its node's UUID, in one query.
+
+        :param criteria: exactly one of ``id``, ``uuid`` or ``name``.
+        :returns: (allocation, node UUID or None when it has no node).
+        :raises: AllocationNotFound.
+        """
+
+    @abc.abstractmethod
     def get_allocation_list(self, filters=None, limit=None, marker=None,
                             sort_key=None, sort_dir=None):
         """One page of allocations.

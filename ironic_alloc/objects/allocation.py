@@ -43,6 +43,17 @@ class Allocation(base.IronicAllocObject):
                                    cls.dbapi.get_allocation_by_name(name))
 
     @classmethod
+    def get_with_node_uuid(cls, context, **criteria):
+        """One allocation by ``id``, ``uuid`` or ``name`` (one of them),
+        with its node's UUID, in one query.
+
+        :returns: (Allocation, node UUID or None).
+        """
+        db_allocation, node_uuid = cls.dbapi.get_allocation_with_node_uuid(
+            **criteria)
+        return cls._from_db_object(context, cls(), db_allocation), node_uuid
+
+    @classmethod
     def list(cls, context, filters=None, limit=None, marker=None,
              sort_key=None, sort_dir=None):
         """One page; ``marker`` is an allocation id (see db.api)."""

@@ -585,6 +585,18 @@ class Connection(api.Connection):
     def get_allocation_by_name(self, name):
         return self._get_allocation(name=name)
 
+    def get_allocation_with_node_uuid(self, **criteria):
+        (column, value), = criteria.items()
+        with _session_for_read() as session:
+            row = (session.query(models.Allocation, models.Node.uuid)
+                   .outerjoin(models.Node,
+                              models.Node.id == models.Allocation.node_id)
+                   .filter(getattr(models.Allocation, column) == value)
+                   .first())
+            if row is None:
+                raise exception.AllocationNotFound(allocation=value)
+            return row[0], row[1]
+
     def get_node_uuids(self, node_ids):
         return _uuids_by_id(models.Node, node_ids)
 

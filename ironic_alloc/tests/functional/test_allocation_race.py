@@ -49,6 +49,36 @@ class HttpAllocationRaceTestCase(base.DbTestCase):
         return response.status, json.loads(data) if data else None
 
     def test_concurrent_posts(self):
+        self._race()
+
+    def test_concurrent_posts_with_wait(self):
+        # Each POST waits for its conductor: its answer shows the end
+        # state, which must be what the database holds.
+        self.config(allocation_create_wait=30, group='api')
+        answers, allocations = self._race()
+        listed = {a['uuid']: a for a in allocations}
+        by_state = {}
+        for _status, answer in answers:
+            by_state[answer['state']] = by_state.get(answer['state'], 0) + 1
+            if answer['state'] == states.ALLOCATING:
+                continue  # the wait ran out; the listing checked the end
+            final = listed[answer['uuid']]
+            self.assertEqual((final['state'], final['node_uuid']),
+                             (answer['state'], answer['node_uuid']), answer)
+        print('POST answers with [api]allocation_create_wait: %s' % by_state)
+        # NOTE: 20 clients, 16 workers per conductor, 30 s: every request
+        # gets its end state (a full pool would answer allocating).
+        self.assertEqual({states.ALLOCATION_ACTIVE: self.NODES,
+                          states.ALLOCATION_ERROR:
+                              self.REQUESTS - self.NODES}, by_state)
+
+    def _race(self):
+        """REQUESTS POSTs from CLIENTS clients on NODES nodes, each
+        polled until it is no longer allocating.
+
+        :returns: ([(status, body of the POST answer)], listed
+            allocations).
+        """
         for i in range(self.NODES):
             utils.make_available_node(
                 self.context, name='race-node-%d' % i,
@@ -114,6 +144,7 @@ class HttpAllocationRaceTestCase(base.DbTestCase):
                        if a['state'] == states.ALLOCATION_ACTIVE]
         self.assertEqual(self.NODES, len(set(nodes_taken)))
         self.assertEqual([], utils.check_invariant())
+        return results, allocations
 
     def test_concurrent_deletes_of_one_allocation(self):
         """Two clients DELETE the same allocation at once, many times:

@@ -37,6 +37,9 @@ class RollingUpgradeTestCase(base.DbTestCase):
     def setUp(self):
         super().setUp()
         self.config(auth_strategy='noauth')
+        # NOTE: the POST asks its conductor to answer when done (RPC 1.2)
+        # unless pinned to a release before that.
+        self.config(allocation_create_wait=5, group='api')
         if self.PIN:
             self.config(pin_release_version=self.PIN)
         self.sent = []
@@ -94,10 +97,12 @@ class RollingUpgradeTestCase(base.DbTestCase):
 
     def exercise(self):
         """Allocate, update, power and delete through the API."""
-        node = utils.make_available_node(self.context, name='upgrade-node')
+        node = self.node = utils.make_available_node(self.context,
+                                                     name='upgrade-node')
         status, body = self.request('POST', '/v1/allocations',
                                     {'resource_class': 'gold'})
         self.assertEqual(201, status, body)
+        self.created = body
         allocation = self.wait_for('/v1/allocations/%s' % body['uuid'],
                                    'state', (states.ALLOCATING,))
         self.assertEqual(states.ACTIVE, allocation['state'], allocation)
@@ -144,6 +149,10 @@ class PinnedApiTestCase(RollingUpgradeTestCase):
                           for m in sent['change_node_power_state']])
         self.assertEqual(states.POWER_ON, power['power_state'])
         self.assertIsNone(power['last_error'])
+        # 1.0: a cast without wait; the answer shows the row as created.
+        self.assertEqual([{'allocation_id'}],
+                         [set(m['args']) for m in sent['create_allocation']])
+        self.assertEqual(states.ALLOCATING, self.created['state'])
         objects = self.objects_sent()
         self.assertIn('Node', [name for name, _ in objects])
         for name, version in objects:
@@ -157,6 +166,12 @@ class UnpinnedApiTestCase(RollingUpgradeTestCase):
         sent = self.sent_by_method()
         self.assertEqual(['1.1'], [m['version'] for m in
                                    sent['change_node_power_state']])
+        # 1.2: a call with the wait; the answer shows the end state.
+        self.assertEqual([('1.2', 5)],
+                         [(m['version'], m['args']['wait'])
+                          for m in sent['create_allocation']])
+        self.assertEqual(states.ACTIVE, self.created['state'])
+        self.assertEqual(self.node.uuid, self.created['node_uuid'])
         self.assertEqual([1], [m['args']['timeout'] for m in
                                sent['change_node_power_state']])
         # The power action outlasted its timeout: it failed.

@@ -1,9 +1,11 @@
 """Allocations: /v1/allocations and /v1/nodes/{node}/allocation (1.52+).
 
 Creating an allocation commits the row (state allocating, owned by a live
-conductor picked here) and only then casts to that conductor: the answer
-is 201 whatever happens to the cast, since the conductor re-drives its rows
-from the database.  Backfilling (1.58+, ``node`` given) is synchronous.
+conductor picked here) and only then tells that conductor: a cast, or with
+``[api]allocation_create_wait`` a call bounded by it, so that the answer
+can show the end state.  The answer is 201 whatever happens to the
+message, since the conductor re-drives its rows from the database.
+Backfilling (1.58+, ``node`` given) is synchronous.
 Deletion is an RPC call to any live conductor, so a 204 means the node is
 already free and a 409 reaches the client.
 """
@@ -151,17 +153,34 @@ def get_allocation(ident, rule=None):
     :raises: AllocationNotFound (404) for a missing or hidden allocation,
         InvalidUuidOrName (400), HTTPForbidden (403) when ``rule`` denies.
     """
+    return get_allocation_with_node_uuids(ident, rule)[0]
+
+
+def get_allocation_with_node_uuids(ident, rule=None):
+    """get_allocation() and the {node id: UUID} convert_with_links() needs,
+    read in one query.
+
+    :returns: (Allocation, {node id: node UUID}).
+    """
     context = api.request.context
     if uuidutils.is_uuid_like(ident):
-        allocation = objects.Allocation.get_by_uuid(context, ident)
+        criteria = {'uuid': ident}
     elif utils.is_valid_logical_name(ident):
-        allocation = objects.Allocation.get_by_name(context, ident)
+        criteria = {'name': ident}
     else:
         raise exception.InvalidUuidOrName(name=ident)
+    allocation, node_uuid = objects.Allocation.get_with_node_uuid(
+        context, **criteria)
     access.check_allocation_visible(allocation, ident)
     if rule is not None:
         access.authorize_allocation(rule, allocation)
-    return allocation
+    return allocation, _node_uuid_map(allocation, node_uuid)
+
+
+def _node_uuid_map(allocation, node_uuid):
+    if allocation.node_id is None or node_uuid is None:
+        return {}
+    return {allocation.node_id: node_uuid}
 
 
 def _list(query, resource, node=None):
@@ -350,9 +369,9 @@ class AllocationsController(rest.RestController):
     def get_one(self, allocation_ident, fields=None):
         """Show one allocation by UUID or name."""
         _check_fields(fields)
-        rpc_allocation = get_allocation(allocation_ident)
-        return convert_with_links(rpc_allocation,
-                                  _node_uuids([rpc_allocation]), fields)
+        rpc_allocation, node_uuids = get_allocation_with_node_uuids(
+            allocation_ident)
+        return convert_with_links(rpc_allocation, node_uuids, fields)
 
     @expose.expose(Allocation, body=Allocation, status_code=201)
     def post(self, allocation):
@@ -417,11 +436,22 @@ class AllocationsController(rest.RestController):
         new = objects.Allocation(context, state=states.ALLOCATING,
                                  conductor_affinity=conductor.id, **values)
         new.create()
-        api.request.rpcapi.create_allocation(context, new.id,
-                                             conductor.hostname)
         LOG.info('Allocation %(alloc)s created for conductor %(host)s',
                  {'alloc': new.uuid, 'host': conductor.hostname})
         utils.set_location('allocations', new.uuid)
+        if api.request.rpcapi.create_allocation(
+                context, new.id, conductor.hostname,
+                wait=api.request.cfg.api.allocation_create_wait):
+            # NOTE: the conductor finished within [api]
+            # allocation_create_wait: answer with the end state.
+            try:
+                new, node_uuid = objects.Allocation.get_with_node_uuid(
+                    context, id=new.id)
+                return convert_with_links(new, _node_uuid_map(new,
+                                                              node_uuid))
+            except exception.AllocationNotFound:
+                # NOTE: deleted meanwhile; the creation did happen.
+                pass
         return convert_with_links(new, {})
 
     @expose.expose(Allocation, types.uuid_or_name,
@@ -433,14 +463,17 @@ class AllocationsController(rest.RestController):
         if not patch:
             raise exception.Invalid('A JSON patch (a non-empty list of '
                                     'operations) is required.')
-        rpc_allocation = get_allocation(allocation_ident,
-                                        'baremetal:allocation:update')
+        rpc_allocation, node_uuids = get_allocation_with_node_uuids(
+            allocation_ident, 'baremetal:allocation:update')
         for name, value in _patched_values(rpc_allocation, patch).items():
             if rpc_allocation[name] != value:
                 rpc_allocation[name] = value
         rpc_allocation.save()
-        return convert_with_links(rpc_allocation,
-                                  _node_uuids([rpc_allocation]))
+        if (rpc_allocation.node_id is not None
+                and rpc_allocation.node_id not in node_uuids):
+            # NOTE: the conductor reserved a node since the read.
+            node_uuids = _node_uuids([rpc_allocation])
+        return convert_with_links(rpc_allocation, node_uuids)
 
     @expose.expose(None, types.uuid_or_name, status_code=204)
     def delete(self, allocation_ident):

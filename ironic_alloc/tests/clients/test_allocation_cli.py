@@ -151,3 +151,10 @@ class TestAllocationCommands(base.ClientTestCase):
         self.assertIn('Allocation no-such-allocation could not be found',
                       stderr)
         self.assertIn('HTTP 404', stderr)
+
+
+class TestAllocationCommandsWaitingCreate(TestAllocationCommands):
+    """The same against a service whose POST /v1/allocations answers with
+    the end state ([api]allocation_create_wait)."""
+
+    service_config = {'api': {'allocation_create_wait': '10'}}

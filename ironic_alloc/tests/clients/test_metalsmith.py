@@ -59,3 +59,10 @@ class TestMetalsmith(base.ClientTestCase):
         self.assertIsNotNone(out['raised'])
         self.assertIn(rc, out['raised'])
         self.assertEqual([], out['allocations_left'])
+
+
+class TestMetalsmithWaitingCreate(TestMetalsmith):
+    """The same against a service whose POST /v1/allocations answers with
+    the end state ([api]allocation_create_wait)."""
+
+    service_config = {'api': {'allocation_create_wait': '10'}}

@@ -284,46 +284,37 @@ class ConductorAPI:
         """
         # NOTE: a call needs the reply queue: until it exists (the
         # process's first requests, or the broker is down), cast.
-        if (wait and self.client.can_send_version('1.2')
-                and rpc.reply_queue_ready()):
-            return self._create_allocation_and_wait(context, allocation_id,
-                                                    host, wait)
+        call = bool(wait and self.client.can_send_version('1.2')
+                    and rpc.reply_queue_ready())
         try:
-            # NOTE: a cast is quick unless the broker is unreachable; then
-            # it waits for its reconnection attempts, and must not hold a
-            # request slot meanwhile (other requests would queue behind it).
+            # NOTE: sending is quick unless the broker is unreachable; then
+            # it waits for its reconnection attempts (and a call for the
+            # conductor), and must not hold a request slot meanwhile (other
+            # requests would queue behind it).
             with request_slots.released():
-                self.client.prepare(server=host, version='1.0',
-                                    retry=SEND_RETRIES).cast(
-                    context, 'create_allocation',
-                    allocation_id=allocation_id)
-        except Exception as exc:
-            LOG.warning('Cast of allocation %(id)s to %(host)s failed '
-                        '(%(exc)s); the conductor re-drives it from the '
-                        'database', {'id': allocation_id, 'host': host,
-                                     'exc': exc})
-        return False
-
-    def _create_allocation_and_wait(self, context, allocation_id, host,
-                                    wait):
-        # NOTE: the conductor stops waiting at ``wait`` and answers; the
-        # margin lets that answer arrive before this side gives up.
-        timeout = wait + CALL_MARGIN_SECONDS
-        try:
-            with request_slots.released():
+                if not call:
+                    self.client.prepare(server=host, version='1.0',
+                                        retry=SEND_RETRIES).cast(
+                        context, 'create_allocation',
+                        allocation_id=allocation_id)
+                    return False
+                # NOTE: the conductor stops waiting at ``wait`` and
+                # answers; the margin lets that answer arrive in time.
                 return bool(self.client.prepare(
-                    server=host, version='1.2', timeout=timeout,
+                    server=host, version='1.2',
+                    timeout=wait + CALL_MARGIN_SECONDS,
                     retry=SEND_RETRIES).call(
                         context, 'create_allocation',
                         allocation_id=allocation_id, wait=wait))
         except messaging.MessagingTimeout:
-            LOG.info('Conductor %(host)s did not answer within %(timeout)s '
-                     's for allocation %(id)s; it goes on from the database',
-                     {'host': host, 'timeout': timeout, 'id': allocation_id})
+            LOG.info('Conductor %(host)s did not answer in time for '
+                     'allocation %(id)s; it goes on from the database',
+                     {'host': host, 'id': allocation_id})
         except Exception as exc:
-            LOG.warning('Call for allocation %(id)s to %(host)s failed '
+            LOG.warning('%(kind)s of allocation %(id)s to %(host)s failed '
                         '(%(exc)s); the conductor re-drives it from the '
-                        'database', {'id': allocation_id, 'host': host,
+                        'database', {'kind': 'Call' if call else 'Cast',
+                                     'id': allocation_id, 'host': host,
                                      'exc': exc})
         return False
 

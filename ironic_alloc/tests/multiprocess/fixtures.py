@@ -333,17 +333,19 @@ class Cluster:
                               '--log-file', log_path], log_path,
                        self.workdir)
 
-    def start_api(self, workers=1):
+    def start_api(self, workers=1, options=None):
         """Start one ``ironic-alloc-api`` with ``workers`` worker
-        processes; returns its base URL once it answers (``GET /``, which
-        needs neither database nor broker)."""
+        processes and the extra ``[api]`` ``options``; returns its base URL
+        once it answers (``GET /``, which needs neither database nor
+        broker)."""
         for attempt in range(3):
             port = free_port()
             name = 'api-%d' % (len(self.apis) + 1)
             proc = self._start(name, 'ironic-alloc-api',
-                               {'api': {'host_ip': '127.0.0.1',
-                                        'port': str(port),
-                                        'api_workers': str(workers)}})
+                               {'api': dict(options or {},
+                                            host_ip='127.0.0.1',
+                                            port=str(port),
+                                            api_workers=str(workers))})
             url = 'http://127.0.0.1:%d' % port
             if self._wait_http(proc, url):
                 self.apis.append((proc, url))

@@ -248,6 +248,43 @@ class TestDeallocation(AllocationTestCase):
         self.assertInvariant()
 
 
+class TestWaitedCreation(AllocationTestCase):
+    """create_allocation as a call (RPC 1.2, [api]allocation_create_wait):
+    the answer comes when the row holds the end state."""
+
+    def _create_and_wait(self, **kw):
+        allocation = utils.make_allocation(self.context, self.me, **kw)
+        done = self.rpcapi.create_allocation(
+            self.context, allocation.id, self.conductor.host, wait=30)
+        return done, allocation_obj.Allocation.get_by_id(self.context,
+                                                         allocation.id)
+
+    def test_answer_after_reservation(self):
+        node = utils.make_available_node(self.context)
+        done, allocation = self._create_and_wait()
+        self.assertTrue(done)
+        self.assertEqual(states.ALLOCATION_ACTIVE, allocation.state)
+        self.assertEqual(node.id, allocation.node_id)
+        self.assertInvariant()
+
+    def test_answer_after_failure(self):
+        done, allocation = self._create_and_wait(resource_class='none')
+        self.assertTrue(done)
+        self.assertEqual(states.ALLOCATION_ERROR, allocation.state)
+        self.assertIn('No candidate node', allocation.last_error)
+
+    def test_work_already_done(self):
+        utils.make_available_node(self.context)
+        done, first = self._create_and_wait()
+        # A second message for the same allocation (a re-sent call) finds
+        # nothing left to do and answers at once.
+        self.assertTrue(self.rpcapi.create_allocation(
+            self.context, first.id, self.conductor.host, wait=30))
+        again = allocation_obj.Allocation.get_by_id(self.context, first.id)
+        self.assertEqual((first.state, first.node_id),
+                         (again.state, again.node_id))
+
+
 class TestRedrive(AllocationTestCase):
 
     conductor_opts = {'allocation_redrive_interval': 1}

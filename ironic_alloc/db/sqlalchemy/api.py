@@ -3,6 +3,7 @@
 import datetime
 import os
 import threading
+import types
 
 from oslo_db import api as oslo_db_api
 from oslo_db import exception as db_exc
@@ -20,6 +21,7 @@ from ironic_alloc.common import states
 from ironic_alloc.conf import CONF
 from ironic_alloc.db import api
 from ironic_alloc.db.sqlalchemy import models
+from ironic_alloc.db.sqlalchemy import statements as stmts
 
 LOG = log.getLogger(__name__)
 
@@ -165,14 +167,24 @@ def _session_for_read():
     return enginefacade.reader.using(_CONTEXT)
 
 
-class _WriterSession:
-    """enginefacade's writer, telling SQLite to begin IMMEDIATE."""
+def _connection_for_read():
+    """A Core connection in a reader transaction (see statements)."""
+    _configure_engine_facade()
+    return enginefacade.reader.connection.using(_CONTEXT)
+
+
+class _Writer:
+    """enginefacade's writer (a session, or a Core connection), telling
+    SQLite to begin IMMEDIATE."""
+
+    def __init__(self, mode):
+        self._mode = mode
 
     def __enter__(self):
         _configure_engine_facade()
         self._outer = getattr(_WRITE_INTENT, 'value', False)
         _WRITE_INTENT.value = True
-        self._cm = enginefacade.writer.using(_CONTEXT)
+        self._cm = self._mode.using(_CONTEXT)
         return self._cm.__enter__()
 
     def __exit__(self, *exc_info):
@@ -183,7 +195,11 @@ class _WriterSession:
 
 
 def _session_for_write():
-    return _WriterSession()
+    return _Writer(enginefacade.writer)
+
+
+def _connection_for_write():
+    return _Writer(enginefacade.writer.connection)
 
 
 def _paginate_query(model, limit, marker, sort_key, sort_dir, query):
@@ -517,50 +533,52 @@ class Connection(api.Connection):
         values = dict(values)
         values.setdefault('uuid', uuidutils.generate_uuid())
         values.setdefault('state', states.ALLOCATING)
-        with _session_for_write() as session:
-            allocation = self._insert_allocation(session, values)
+        with _connection_for_write() as conn:
+            allocation = self._insert_allocation(conn, values)
         # NOTE: answered from the committed transaction, with no second
         # query that could fail after the commit (the API must not turn a
         # committed allocation into an error a client would retry).
         return allocation
 
     @staticmethod
-    def _insert_allocation(session, values):
-        node = session.query(models.Node.uuid).filter_by(
-            instance_uuid=values['uuid']).first()
-        if node is not None:
+    def _insert_allocation(conn, values):
+        """:returns: the new row (every column, as attributes)."""
+        node_uuid = conn.execute(stmts.NODE_UUID_BY_INSTANCE,
+                                 {'instance_uuid': values['uuid']}).scalar()
+        if node_uuid is not None:
             raise exception.InstanceAssociated(
-                instance_uuid=values['uuid'], node=node.uuid)
-        allocation = models.Allocation()
-        allocation.update(values)
+                instance_uuid=values['uuid'], node=node_uuid)
         try:
-            session.add(allocation)
-            session.flush()
+            result = conn.execute(stmts.INSERT_ALLOCATION, values)
         except db_exc.DBDuplicateEntry as exc:
             columns = exc.columns or []
             if 'name' in columns or 'uniq_allocations0name' in columns:
                 raise exception.AllocationDuplicateName(
                     name=values.get('name'))
             raise exception.AllocationAlreadyExists(uuid=values['uuid'])
-        return allocation
+        # NOTE: the inserted parameters include the column defaults
+        # (created_at) computed for the INSERT.
+        row = dict.fromkeys(stmts.ALLOCATIONS.columns.keys())
+        row.update(result.last_inserted_params())
+        row['id'] = result.inserted_primary_key[0]
+        return types.SimpleNamespace(**row)
 
     @retry_on_conflict
     def backfill_allocation(self, values, node_id, node_states):
         values = dict(values, state=states.ALLOCATION_ACTIVE,
                       node_id=node_id)
         values.setdefault('uuid', uuidutils.generate_uuid())
-        with _session_for_write() as session:
-            allocation = self._insert_allocation(session, values)
-            m = models.Node
-            count = session.query(m).filter(
-                m.id == node_id,
-                m.provision_state.in_(list(node_states)),
-                m.allocation_id.is_(None),
-                sa.or_(m.instance_uuid.is_(None),
-                       m.instance_uuid == values['uuid']),
-            ).update({'allocation_id': allocation.id,
-                      'instance_uuid': values['uuid']},
-                     synchronize_session=False)
+        with _connection_for_write() as conn:
+            allocation = self._insert_allocation(conn, values)
+            n = stmts.NODES.c
+            count = conn.execute(stmts.NODES.update().where(
+                n.id == node_id,
+                n.provision_state.in_(list(node_states)),
+                n.allocation_id.is_(None),
+                sa.or_(n.instance_uuid.is_(None),
+                       n.instance_uuid == values['uuid']),
+            ).values(allocation_id=allocation.id,
+                     instance_uuid=values['uuid'])).rowcount
             if count != 1:
                 raise exception.NodeChanged(
                     node=node_id, reason='it is no longer deployed or it '
@@ -568,13 +586,13 @@ class Connection(api.Connection):
         return self.get_allocation_by_uuid(values['uuid'])
 
     def _get_allocation(self, **criteria):
-        with _session_for_read() as session:
-            allocation = session.query(models.Allocation).filter_by(
-                **criteria).first()
-            if allocation is None:
-                raise exception.AllocationNotFound(
-                    allocation=next(iter(criteria.values())))
-            return allocation
+        (column, value), = criteria.items()
+        with _connection_for_read() as conn:
+            row = conn.execute(stmts.ALLOCATION_BY[column],
+                               {'value': value}).first()
+        if row is None:
+            raise exception.AllocationNotFound(allocation=value)
+        return row
 
     def get_allocation_by_id(self, allocation_id):
         return self._get_allocation(id=allocation_id)
@@ -587,15 +605,12 @@ class Connection(api.Connection):
 
     def get_allocation_with_node_uuid(self, **criteria):
         (column, value), = criteria.items()
-        with _session_for_read() as session:
-            row = (session.query(models.Allocation, models.Node.uuid)
-                   .outerjoin(models.Node,
-                              models.Node.id == models.Allocation.node_id)
-                   .filter(getattr(models.Allocation, column) == value)
-                   .first())
-            if row is None:
-                raise exception.AllocationNotFound(allocation=value)
-            return row[0], row[1]
+        with _connection_for_read() as conn:
+            row = conn.execute(stmts.ALLOCATION_WITH_NODE_UUID_BY[column],
+                               {'value': value}).first()
+        if row is None:
+            raise exception.AllocationNotFound(allocation=value)
+        return row, row.node_uuid
 
     def get_node_uuids(self, node_ids):
         return _uuids_by_id(models.Node, node_ids)
@@ -638,20 +653,15 @@ class Connection(api.Connection):
 
     @retry_on_conflict
     def destroy_allocation(self, allocation_id, node_states=None):
-        with _session_for_write() as session:
-            # NOTE: lock order is allocation, then node, as in
-            # reserve_node_for_allocation, so the two never deadlock.
-            allocation = session.query(models.Allocation).filter_by(
-                id=allocation_id).with_for_update().first()
+        with _connection_for_write() as conn:
+            allocation = conn.execute(stmts.ALLOCATION_FOR_DELETE,
+                                      {'id': allocation_id}).first()
             if allocation is None:
                 raise exception.AllocationNotFound(allocation=allocation_id)
             node = None
             if allocation.node_id is not None:
-                # NOTE: the traits are not needed here (their query is one
-                # statement per deletion).
-                node = session.query(models.Node).options(
-                    orm.noload(models.Node.traits)).filter_by(
-                        id=allocation.node_id).with_for_update().first()
+                node = conn.execute(stmts.NODE_FOR_DEALLOCATION,
+                                    {'id': allocation.node_id}).first()
             if (node is not None and node_states is not None
                     and not node.maintenance
                     and node.provision_state not in node_states):
@@ -661,75 +671,47 @@ class Connection(api.Connection):
                     'maintenance' % {'alloc': allocation.uuid,
                                      'node': node.uuid,
                                      'state': node.provision_state})
-            session.delete(allocation)
-            if node is not None and node.allocation_id == allocation.id:
-                node.allocation_id = None
-                if node.instance_uuid == allocation.uuid:
-                    node.instance_uuid = None
-                    info = dict(node.instance_info or {})
-                    info.pop('traits', None)
-                    node.instance_info = info
-
-    @staticmethod
-    def _candidate_filters(criteria, upto=None):
-        """WHERE clauses of the candidate search, in explanation order.
-
-        :returns: list of (constraint name, [clauses]).
-        """
-        m = models.Node
-        groups = [
-            ('resource class', [m.resource_class ==
-                                criteria['resource_class']]),
-            ('availability', [m.provision_state == 'available',
-                              m.maintenance.is_(False),
-                              m.power_state.isnot(None),
-                              m.instance_uuid.is_(None),
-                              m.allocation_id.is_(None)]),
-        ]
-        if criteria.get('candidate_uuids'):
-            groups.append(('candidate nodes',
-                           [m.uuid.in_(criteria['candidate_uuids'])]))
-        if criteria.get('owner'):
-            groups.append(('owner', [sa.or_(m.owner == criteria['owner'],
-                                            m.lessee == criteria['owner'])]))
-        if criteria.get('traits'):
-            trait_clauses = []
-            for trait in sorted(set(criteria['traits'])):
-                trait_clauses.append(sa.exists().where(
-                    models.NodeTrait.node_id == m.id,
-                    models.NodeTrait.trait == trait))
-            groups.append(('traits', trait_clauses))
-        return groups
+            conn.execute(stmts.DELETE_ALLOCATION, {'id': allocation_id})
+            if node is None or node.allocation_id != allocation.id:
+                return
+            if node.instance_uuid != allocation.uuid:
+                conn.execute(stmts.FREE_NODE, {'node_id': node.id})
+                return
+            info = dict(node.instance_info or {})
+            info.pop('traits', None)
+            conn.execute(stmts.FREE_NODE_AND_INSTANCE,
+                         {'node_id': node.id, 'instance_info': info})
 
     def get_allocation_candidates(self, criteria, limit, pivot=None,
                                   name=None):
-        clauses = [c for _name, group in self._candidate_filters(criteria)
-                   for c in group]
-        m = models.Node
-        with _session_for_read() as session:
-            base = session.query(m.id).filter(*clauses)
+        shape, params = stmts.candidate_shape(criteria)
+        with _connection_for_read() as conn:
             if name is not None:
-                return [row.id for row in base.filter(m.name == name)]
+                return list(conn.execute(stmts.candidates_named(shape),
+                                         dict(params, name=name)).scalars())
             if pivot is None:
-                return [row.id for row in
-                        base.order_by(m.uuid).limit(limit)]
+                return list(conn.execute(stmts.candidates_from(shape),
+                                         dict(params, limit=limit)).scalars())
             # NOTE: two range scans of the candidate index from a random
             # pivot instead of ORDER BY random(), which reads every row.
-            ids = [row.id for row in base.filter(m.uuid >= pivot).order_by(
-                m.uuid).limit(limit)]
+            ids = list(conn.execute(
+                stmts.candidates_after_pivot(shape),
+                dict(params, pivot=pivot, limit=limit)).scalars())
             if len(ids) < limit:
-                ids += [row.id for row in base.filter(
-                    m.uuid < pivot).order_by(m.uuid).limit(limit - len(ids))]
+                ids += conn.execute(
+                    stmts.candidates_before_pivot(shape),
+                    dict(params, pivot=pivot,
+                         limit=limit - len(ids))).scalars()
             return ids
 
     def explain_no_candidates(self, criteria):
-        groups = self._candidate_filters(criteria)
+        shape, params = stmts.candidate_shape(criteria)
         applied = []
-        with _session_for_read() as session:
-            for name, group in groups:
+        with _connection_for_read() as conn:
+            for name, group in stmts.candidate_groups(shape):
                 applied.extend(group)
-                found = session.query(models.Node.id).filter(
-                    *applied).limit(1).first()
+                found = conn.execute(sa.select(stmts.NODES.c.id).where(
+                    *applied).limit(1), params).first()
                 if found is None:
                     return _NO_CANDIDATE_REASONS[name] % criteria
         return ('all matching nodes were reserved by concurrent '
@@ -738,44 +720,32 @@ class Connection(api.Connection):
     @retry_on_conflict
     def reserve_node_for_allocation(self, allocation_id, conductor_id,
                                     node_id, criteria):
-        m = models.Node
-        a = models.Allocation
+        shape, params = stmts.candidate_shape(criteria)
         try:
-            with _session_for_write() as session:
+            with _connection_for_write() as conn:
                 # NOTE: the allocation first (the lock order of
                 # destroy_allocation too), by a conditional UPDATE rather
                 # than a locking read: one statement fewer per allocation.
-                count = session.query(a).filter_by(
-                    id=allocation_id, state=states.ALLOCATING,
-                    conductor_affinity=conductor_id).update(
-                        {'node_id': node_id,
-                         'state': states.ALLOCATION_ACTIVE,
-                         'last_error': None},
-                        synchronize_session=False)
+                count = conn.execute(stmts.ACTIVATE_ALLOCATION, {
+                    'allocation_id': allocation_id,
+                    'conductor_id': conductor_id,
+                    'node_id': node_id}).rowcount
                 if count != 1:
                     raise exception.AllocationLost(allocation=allocation_id)
-                clauses = [c for _n, group in
-                           self._candidate_filters(criteria) for c in group]
-                # NOTE: the guard. Every candidate condition is re-checked
-                # by the UPDATE itself, so a node changed or taken since
-                # the search is never reserved, and two allocations never
-                # get the same node.
-                count = session.query(m).filter(
-                    m.id == node_id, m.reservation.is_(None),
-                    *clauses).update(
-                        {'allocation_id': allocation_id,
-                         'instance_uuid': sa.select(a.uuid).where(
-                             a.id == allocation_id).scalar_subquery()},
-                        synchronize_session=False)
+                count = conn.execute(stmts.reserve_node(shape), dict(
+                    params, node_id=node_id,
+                    allocation_id=allocation_id)).rowcount
                 if count != 1:
                     # Undoes the allocation's UPDATE with the transaction.
                     raise _NodeNotReserved()
                 if criteria.get('traits'):
-                    node = session.query(m).options(
-                        orm.noload(m.traits)).filter_by(id=node_id).one()
-                    node.instance_info = dict(
-                        node.instance_info or {},
-                        traits=sorted(criteria['traits']))
+                    info = conn.execute(stmts.NODE_INSTANCE_INFO,
+                                        {'node_id': node_id}).scalar()
+                    conn.execute(stmts.SET_NODE_INSTANCE_INFO, {
+                        'node_id': node_id,
+                        'instance_info': dict(
+                            info or {},
+                            traits=sorted(criteria['traits']))})
         except _NodeNotReserved:
             return False
         return True

@@ -15,6 +15,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 
 from ironic_alloc.tests import base
 from tools.bench import checks
@@ -668,6 +669,11 @@ class TestService(base.TestCase):
                                  'bench-marker-7f3a'])
         self.addCleanup(proc.wait)
         self.addCleanup(proc.kill)
+        # NOTE: until the child has run exec, its command line is ours.
+        deadline = time.monotonic() + 30
+        while (not service.pids_matching('bench-marker-7f3a$')
+               and time.monotonic() < deadline):
+            time.sleep(0.01)
         self.assertEqual([proc.pid],
                          service.pids_matching('bench-marker-7f3a$'))
         self.assertEqual([], service.pids_matching('no-such-marker-7f3a'))

@@ -1,0 +1,217 @@
+"""SQLAlchemy Core statements of the allocation path, built once.
+
+Every allocation runs these (its creation, the conductor's candidate search
+and reservation, its reads and its deletion).  Built once with bind
+parameters and run on a plain connection, a statement skips SQLAlchemy's
+expression building and the ORM's loading on every call: reading one
+allocation on PostgreSQL took 0.73 ms of CPU through the ORM and 0.33 ms
+this way.  The engine caches their compiled forms.
+
+The rules of the candidate search live here, in one place: which nodes may
+be picked (``candidate_groups``) is used by the search, by the reservation's
+guard and by the explanation of an empty search.
+"""
+
+import sqlalchemy as sa
+
+from ironic_alloc.common import states
+from ironic_alloc.db.sqlalchemy import models
+
+ALLOCATIONS = models.Allocation.__table__
+NODES = models.Node.__table__
+NODE_TRAITS = models.NodeTrait.__table__
+
+
+def _bind(name, column=None):
+    return sa.bindparam(name, type_=None if column is None else column.type)
+
+
+# Allocations
+
+# One allocation by id, uuid or name (bind parameter "value").
+ALLOCATION_BY = {
+    column: sa.select(ALLOCATIONS).where(
+        ALLOCATIONS.c[column] == _bind('value', ALLOCATIONS.c[column]))
+    for column in ('id', 'uuid', 'name')
+}
+
+# The same, with its node's UUID as "node_uuid".
+ALLOCATION_WITH_NODE_UUID_BY = {
+    column: sa.select(ALLOCATIONS, NODES.c.uuid.label('node_uuid'))
+    .select_from(ALLOCATIONS.outerjoin(
+        NODES, NODES.c.id == ALLOCATIONS.c.node_id))
+    .where(ALLOCATIONS.c[column] == _bind('value', ALLOCATIONS.c[column]))
+    for column in ('id', 'uuid', 'name')
+}
+
+INSERT_ALLOCATION = ALLOCATIONS.insert()
+
+# The node an instance UUID is already bound to ("instance_uuid").
+NODE_UUID_BY_INSTANCE = sa.select(NODES.c.uuid).where(
+    NODES.c.instance_uuid == _bind('instance_uuid', NODES.c.instance_uuid))
+
+# Deletion: the allocation, then its node, locked in that order (the order
+# of the reservation too, so the two never deadlock).
+ALLOCATION_FOR_DELETE = sa.select(
+    ALLOCATIONS.c.id, ALLOCATIONS.c.uuid, ALLOCATIONS.c.node_id,
+).where(ALLOCATIONS.c.id == _bind('id', ALLOCATIONS.c.id)).with_for_update()
+
+NODE_FOR_DEALLOCATION = sa.select(
+    NODES.c.id, NODES.c.uuid, NODES.c.maintenance, NODES.c.provision_state,
+    NODES.c.allocation_id, NODES.c.instance_uuid, NODES.c.instance_info,
+).where(NODES.c.id == _bind('id', NODES.c.id)).with_for_update()
+
+DELETE_ALLOCATION = ALLOCATIONS.delete().where(
+    ALLOCATIONS.c.id == _bind('id', ALLOCATIONS.c.id))
+
+# Frees a node: "node_id", and the new "allocation_id" (None).
+FREE_NODE = NODES.update().where(
+    NODES.c.id == _bind('node_id', NODES.c.id)).values(
+        allocation_id=None)
+
+# Frees a node and unbinds the allocation's instance ("instance_info":
+# the node's instance_info without the allocation's traits).
+FREE_NODE_AND_INSTANCE = NODES.update().where(
+    NODES.c.id == _bind('node_id', NODES.c.id)).values(
+        allocation_id=None, instance_uuid=None,
+        instance_info=_bind('instance_info', NODES.c.instance_info))
+
+# The reservation, first half: the allocation becomes active on
+# "node_id" only while it is still allocating and owned by "conductor_id".
+ACTIVATE_ALLOCATION = ALLOCATIONS.update().where(
+    ALLOCATIONS.c.id == _bind('allocation_id', ALLOCATIONS.c.id),
+    ALLOCATIONS.c.state == states.ALLOCATING,
+    ALLOCATIONS.c.conductor_affinity == _bind(
+        'conductor_id', ALLOCATIONS.c.conductor_affinity),
+).values(node_id=_bind('node_id', ALLOCATIONS.c.node_id),
+         state=states.ALLOCATION_ACTIVE, last_error=None)
+
+NODE_INSTANCE_INFO = sa.select(NODES.c.instance_info).where(
+    NODES.c.id == _bind('node_id', NODES.c.id))
+
+SET_NODE_INSTANCE_INFO = NODES.update().where(
+    NODES.c.id == _bind('node_id', NODES.c.id)).values(
+        instance_info=_bind('instance_info', NODES.c.instance_info))
+
+
+# Candidates
+
+def candidate_shape(criteria):
+    """The shape of an allocation's criteria and their bind parameters.
+
+    Criteria of one shape (candidate list or not, owner or not, number of
+    traits) share their statements.
+
+    :returns: (shape, parameters).
+    """
+    traits = sorted(set(criteria.get('traits') or []))
+    candidates = list(criteria.get('candidate_uuids') or [])
+    owner = criteria.get('owner')
+    params = {'c_resource_class': criteria['resource_class']}
+    if candidates:
+        params['c_candidates'] = candidates
+    if owner:
+        params['c_owner'] = owner
+    for index, trait in enumerate(traits):
+        params['c_trait_%d' % index] = trait
+    return (bool(candidates), bool(owner), len(traits)), params
+
+
+def candidate_groups(shape):
+    """WHERE clauses that make a node a candidate, by constraint, in the
+    order an empty search is explained; parameters from candidate_shape().
+
+    :returns: list of (constraint name, [clauses]).
+    """
+    with_candidates, with_owner, trait_count = shape
+    n = NODES.c
+    groups = [
+        ('resource class', [n.resource_class == _bind('c_resource_class',
+                                                      n.resource_class)]),
+        ('availability', [n.provision_state == states.AVAILABLE,
+                          n.maintenance.is_(False),
+                          n.power_state.isnot(None),
+                          n.instance_uuid.is_(None),
+                          n.allocation_id.is_(None)]),
+    ]
+    if with_candidates:
+        groups.append(('candidate nodes', [n.uuid.in_(
+            sa.bindparam('c_candidates', expanding=True))]))
+    if with_owner:
+        owner = _bind('c_owner', n.owner)
+        groups.append(('owner', [sa.or_(n.owner == owner,
+                                        n.lessee == owner)]))
+    if trait_count:
+        groups.append(('traits', [
+            sa.exists().where(NODE_TRAITS.c.node_id == n.id,
+                              NODE_TRAITS.c.trait == _bind(
+                                  'c_trait_%d' % index,
+                                  NODE_TRAITS.c.trait))
+            for index in range(trait_count)]))
+    return groups
+
+
+def _candidate_clauses(shape):
+    return [clause for _name, group in candidate_groups(shape)
+            for clause in group]
+
+
+# NOTE: a few statements per shape, so this stays small: shapes differ by
+# two flags and a trait count bounded by [api]max_traits.
+_CACHE = {}
+
+
+def _cached(key, build):
+    statement = _CACHE.get(key)
+    if statement is None:
+        statement = _CACHE.setdefault(key, build(key[1]))
+    return statement
+
+
+def _search(shape):
+    return sa.select(NODES.c.id).where(*_candidate_clauses(shape))
+
+
+def candidates_named(shape):
+    """Candidate ids of the node named "name"."""
+    return _cached(('named', shape), lambda s: _search(s).where(
+        NODES.c.name == _bind('name', NODES.c.name)))
+
+
+def candidates_from(shape):
+    """At most "limit" candidate ids in uuid order from the start."""
+    return _cached(('from', shape), lambda s: _search(s).order_by(
+        NODES.c.uuid).limit(sa.bindparam('limit')))
+
+
+def candidates_after_pivot(shape):
+    """At most "limit" candidate ids in uuid order from "pivot" on."""
+    return _cached(('after', shape), lambda s: _search(s).where(
+        NODES.c.uuid >= _bind('pivot', NODES.c.uuid)).order_by(
+            NODES.c.uuid).limit(sa.bindparam('limit')))
+
+
+def candidates_before_pivot(shape):
+    """At most "limit" candidate ids in uuid order before "pivot"."""
+    return _cached(('before', shape), lambda s: _search(s).where(
+        NODES.c.uuid < _bind('pivot', NODES.c.uuid)).order_by(
+            NODES.c.uuid).limit(sa.bindparam('limit')))
+
+
+def reserve_node(shape):
+    """The reservation, second half: binds node "node_id" to allocation
+    "allocation_id" only while the node is unlocked and still a candidate,
+    so a node changed or taken since the search is never reserved and two
+    allocations never get the same node."""
+    def build(s):
+        return NODES.update().where(
+            NODES.c.id == _bind('node_id', NODES.c.id),
+            NODES.c.reservation.is_(None),
+            *_candidate_clauses(s),
+        ).values(
+            allocation_id=_bind('allocation_id', NODES.c.allocation_id),
+            instance_uuid=sa.select(ALLOCATIONS.c.uuid).where(
+                ALLOCATIONS.c.id == _bind('allocation_id',
+                                          ALLOCATIONS.c.id),
+            ).scalar_subquery())
+    return _cached(('reserve', shape), build)

@@ -11,6 +11,7 @@ from oslo_middleware import http_proxy_to_wsgi
 from oslo_middleware import request_id
 import pecan
 
+from ironic_alloc.api.controllers import routing
 from ironic_alloc.api.controllers.v1 import negotiation
 from ironic_alloc.api import healthcheck
 from ironic_alloc.api import hooks
@@ -47,6 +48,7 @@ def get_pecan_config():
 def setup_app(conf=CONF):
     """Build the whole WSGI application for ``conf``."""
     pecan_config = get_pecan_config()
+    routing.cache_signatures()
     # NOTE: WSME reads its ``debug`` (tracebacks in debuginfo) from Pecan's
     # global configuration, not from the application: one API per process.
     pecan.configuration.set_config({'wsme': dict(pecan_config.wsme)})

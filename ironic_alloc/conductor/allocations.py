@@ -120,7 +120,7 @@ def _reserve_some_node(allocation, criteria, conductor_id):
     return None
 
 
-def destroy(context, allocation, placement_client=None,
+def destroy(context, allocation_id, placement_client=None,
             node_states=DEALLOCATION_STATES):
     """Delete an allocation, freeing its node, and release its Placement
     claim when ``placement_client`` is given.
@@ -131,11 +131,14 @@ def destroy(context, allocation, placement_client=None,
 
     :param node_states: provision states the node must be in unless it is
         in maintenance; None: any.
+    :returns: the id of the node the allocation had, or None.
     :raises: InvalidState when the node is deployed and not in
         maintenance, AllocationNotFound.
     """
-    allocation.destroy(node_states=node_states)
+    uuid, node_id = allocation_obj.Allocation.destroy_by_id(
+        context, allocation_id, node_states=node_states)
     LOG.info('Allocation %(alloc)s deleted (node id %(node)s)',
-             {'alloc': allocation.uuid, 'node': allocation.node_id})
+             {'alloc': uuid, 'node': node_id})
     if placement_client is not None:
-        placement_claims.release_quietly(placement_client, allocation.uuid)
+        placement_claims.release_quietly(placement_client, uuid)
+    return node_id

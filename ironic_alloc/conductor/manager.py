@@ -41,8 +41,7 @@ class ConductorManager:
             if ('instance_uuid' in changes and not changes['instance_uuid']
                     and node.allocation_id):
                 # NOTE: removing the instance removes its allocation.
-                allocations.destroy(context, allocation_obj.Allocation.
-                                    get_by_id(context, node.allocation_id),
+                allocations.destroy(context, node.allocation_id,
                                     self.service.placement_client)
                 node.refresh()
             node.update(changes)
@@ -137,12 +136,10 @@ class ConductorManager:
 
     @messaging.expected_exceptions(*_EXPECTED)
     def destroy_allocation(self, context, allocation_id):
-        allocation = allocation_obj.Allocation.get_by_id(context,
-                                                         allocation_id)
-        allocations.destroy(context, allocation,
-                            self.service.placement_client)
-        if allocation.node_id is not None:
-            self._sync_node_id(context, allocation.node_id)
+        node_id = allocations.destroy(context, allocation_id,
+                                      self.service.placement_client)
+        if node_id is not None:
+            self._sync_node_id(context, node_id)
 
     # Placement ([allocation]backend = placement; no-ops otherwise)
 
@@ -172,8 +169,7 @@ class ConductorManager:
                                                 on_state=write_intermediate)
             if action == 'undeploy' and node.allocation_id:
                 # NOTE: tear-down ends the allocation (rebuild keeps it).
-                allocations.destroy(context, allocation_obj.Allocation.
-                                    get_by_id(context, node.allocation_id),
+                allocations.destroy(context, node.allocation_id,
                                     self.service.placement_client,
                                     node_states=None)
         except Exception as exc:

@@ -194,6 +194,7 @@ class Connection(metaclass=abc.ABCMeta):
 
         :param node_states: when given, the node must be in one of these
             provision states or in maintenance.
+        :returns: (uuid, node id or None) of the deleted allocation.
         :raises: AllocationNotFound, InvalidState.
         """
 

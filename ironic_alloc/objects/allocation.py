@@ -102,4 +102,14 @@ class Allocation(base.IronicAllocObject):
 
         :raises: AllocationNotFound, InvalidState.
         """
-        self.dbapi.destroy_allocation(self.id, node_states=node_states)
+        self.destroy_by_id(self._context, self.id, node_states=node_states)
+
+    @classmethod
+    def destroy_by_id(cls, context, allocation_id, node_states=None):
+        """destroy() without reading the allocation first.
+
+        :returns: (uuid, node id or None) of the deleted allocation.
+        :raises: AllocationNotFound, InvalidState.
+        """
+        return cls.dbapi.destroy_allocation(allocation_id,
+                                            node_states=node_states)

@@ -673,14 +673,15 @@ class Connection(api.Connection):
                                      'state': node.provision_state})
             conn.execute(stmts.DELETE_ALLOCATION, {'id': allocation_id})
             if node is None or node.allocation_id != allocation.id:
-                return
-            if node.instance_uuid != allocation.uuid:
+                pass
+            elif node.instance_uuid != allocation.uuid:
                 conn.execute(stmts.FREE_NODE, {'node_id': node.id})
-                return
-            info = dict(node.instance_info or {})
-            info.pop('traits', None)
-            conn.execute(stmts.FREE_NODE_AND_INSTANCE,
-                         {'node_id': node.id, 'instance_info': info})
+            else:
+                info = dict(node.instance_info or {})
+                info.pop('traits', None)
+                conn.execute(stmts.FREE_NODE_AND_INSTANCE,
+                             {'node_id': node.id, 'instance_info': info})
+        return allocation.uuid, allocation.node_id
 
     def get_allocation_candidates(self, criteria, limit, pivot=None,
                                   name=None):

@@ -585,31 +585,29 @@ class Connection(api.Connection):
                     'got an allocation or instance')
         return self.get_allocation_by_uuid(values['uuid'])
 
-    def _get_allocation(self, **criteria):
+    @staticmethod
+    def _one_allocation(statements, criteria):
+        """Run the statement of ``statements`` for the one criterion."""
         (column, value), = criteria.items()
         with _connection_for_read() as conn:
-            row = conn.execute(stmts.ALLOCATION_BY[column],
-                               {'value': value}).first()
+            row = conn.execute(statements[column], {'value': value}).first()
         if row is None:
             raise exception.AllocationNotFound(allocation=value)
         return row
 
     def get_allocation_by_id(self, allocation_id):
-        return self._get_allocation(id=allocation_id)
+        return self._one_allocation(stmts.ALLOCATION_BY, {'id': allocation_id})
 
     def get_allocation_by_uuid(self, allocation_uuid):
-        return self._get_allocation(uuid=allocation_uuid)
+        return self._one_allocation(stmts.ALLOCATION_BY,
+                                    {'uuid': allocation_uuid})
 
     def get_allocation_by_name(self, name):
-        return self._get_allocation(name=name)
+        return self._one_allocation(stmts.ALLOCATION_BY, {'name': name})
 
     def get_allocation_with_node_uuid(self, **criteria):
-        (column, value), = criteria.items()
-        with _connection_for_read() as conn:
-            row = conn.execute(stmts.ALLOCATION_WITH_NODE_UUID_BY[column],
-                               {'value': value}).first()
-        if row is None:
-            raise exception.AllocationNotFound(allocation=value)
+        row = self._one_allocation(stmts.ALLOCATION_WITH_NODE_UUID_BY,
+                                   criteria)
         return row, row.node_uuid
 
     def get_node_uuids(self, node_ids):
@@ -672,15 +670,14 @@ class Connection(api.Connection):
                                      'node': node.uuid,
                                      'state': node.provision_state})
             conn.execute(stmts.DELETE_ALLOCATION, {'id': allocation_id})
-            if node is None or node.allocation_id != allocation.id:
-                pass
-            elif node.instance_uuid != allocation.uuid:
-                conn.execute(stmts.FREE_NODE, {'node_id': node.id})
-            else:
-                info = dict(node.instance_info or {})
-                info.pop('traits', None)
-                conn.execute(stmts.FREE_NODE_AND_INSTANCE,
-                             {'node_id': node.id, 'instance_info': info})
+            if node is not None and node.allocation_id == allocation.id:
+                if node.instance_uuid == allocation.uuid:
+                    info = dict(node.instance_info or {})
+                    info.pop('traits', None)
+                    conn.execute(stmts.FREE_NODE_AND_INSTANCE,
+                                 {'node_id': node.id, 'instance_info': info})
+                else:
+                    conn.execute(stmts.FREE_NODE, {'node_id': node.id})
         return allocation.uuid, allocation.node_id
 
     def get_allocation_candidates(self, criteria, limit, pivot=None,

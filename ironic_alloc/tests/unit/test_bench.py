@@ -25,6 +25,7 @@ from tools.bench import phases
 from tools.bench import profile
 from tools.bench import progress
 from tools.bench import report
+from tools.bench import runner
 from tools.bench import service
 from tools.bench import stats
 from tools.bench import sweep
@@ -680,6 +681,42 @@ class TestService(base.TestCase):
         # Never the benchmark itself, nor what started it.
         self.assertNotIn(os.getpid(), service.pids_matching('.'))
         self.assertNotIn(os.getppid(), service.pids_matching('.'))
+
+    def _burner(self, marker):
+        """A child process burning CPU until killed, once it has exec'd."""
+        proc = subprocess.Popen([sys.executable, '-c',
+                                 'while True: pass', marker])
+        self.addCleanup(proc.wait)
+        self.addCleanup(proc.kill)
+        deadline = time.monotonic() + 30
+        while (not service.pids_matching(marker + '$')
+               and time.monotonic() < deadline):
+            time.sleep(0.01)
+        return proc
+
+    def _cpu_of(self, pid, at_least):
+        deadline = time.monotonic() + 30
+        while ((service.cpu_seconds(pid) or 0) < at_least
+               and time.monotonic() < deadline):
+            time.sleep(0.02)
+
+    def test_group_usage_counts_processes_started_during_the_phase(self):
+        groups = (('burners', 'bench-burner-5c1e'),)
+        early = self._burner('bench-burner-5c1e-early')
+        self._cpu_of(early.pid, 0.2)
+        before = runner._group_cpu(runner._group_pids(groups))
+        self.assertEqual({early.pid}, set(before['burners']))
+        late = self._burner('bench-burner-5c1e-late')
+        self._cpu_of(late.pid, 0.2)
+        early.kill()
+        early.wait()
+        usage = runner._group_usage(groups, before)
+        late_seconds = service.cpu_seconds(late.pid)
+        # The process that exited is left out (its CPU cannot be read);
+        # the one that started counts with everything it used.
+        self.assertEqual(1, usage['burners']['pids'])
+        self.assertGreaterEqual(usage['burners']['seconds'], 0.2)
+        self.assertLessEqual(usage['burners']['seconds'], late_seconds)
 
     def test_parse_proc_stat_busy(self):
         # user nice system idle iowait irq softirq steal guest guest_nice

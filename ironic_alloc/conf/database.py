@@ -23,29 +23,10 @@ sqlite_opts = [
                     'connection.'),
 ]
 
-pool_opts = [
-    cfg.FloatOpt('ping_idle_connections_after',
-                 default=1.0,
-                 min=0,
-                 help='Seconds a pooled database connection may stay idle '
-                      'and still be handed out without a test. A connection '
-                      'idle for longer is first tested with a round trip '
-                      'to the server and replaced when found closed (after '
-                      'a server restart, a failover, or a firewall or '
-                      'proxy dropping idle connections). A connection '
-                      'returned a moment ago is not tested: if the server '
-                      'died within that moment, the transaction fails '
-                      'with a database connection error and the pool '
-                      'drops all its connections. 0 tests every '
-                      'connection before every transaction (one more '
-                      'round trip each).'),
-]
-
 
 def register_opts(conf):
     # NOTE: the standalone default is an SQLite file under state_path;
     # ironic_alloc.db.sqlalchemy.api fills it in when connection is unset.
     db_options.set_defaults(conf)
     conf.register_opts(sqlite_opts, group=opt_group)
-    conf.register_opts(pool_opts, group=opt_group)
 

@@ -18,7 +18,7 @@ _opts = [
     (allocation.GROUP, allocation.allocation_opts),
     ('api', api.api_opts),
     ('conductor', conductor.conductor_opts),
-    ('database', database.sqlite_opts + database.pool_opts),
+    ('database', database.sqlite_opts),
     (placement.GROUP, placement.list_opts()),
 ]
 

@@ -1,10 +1,8 @@
 """SQLAlchemy implementation of ironic_alloc.db.api.Connection."""
 
 import datetime
-import functools
 import os
 import threading
-import time
 import types
 
 from oslo_db import api as oslo_db_api
@@ -61,7 +59,6 @@ def _configure_engine_facade():
         # profile).
         enginefacade.configure(thread_checkin=False)
         enginefacade.writer.append_on_engine_create(_pool_sqlite_connections)
-        enginefacade.writer.append_on_engine_create(_ping_idle_connections)
         _is_configured = True
 
 
@@ -90,46 +87,6 @@ def _pool_sqlite_connections(engine):
         reset_on_return='rollback', dialect=engine.dialect,
         _dispatch=old_pool.dispatch)
     old_pool.dispose()
-
-
-def _ping_idle_connections(engine):
-    # NOTE: oslo.db has SQLAlchemy test every pooled connection with a
-    # round trip before each transaction (a sixth of a one-row read's time
-    # here, and as many extra statements for the server).  A connection
-    # returned a moment ago is alive unless the server died within that
-    # moment, and then the transaction fails as it would have a moment
-    # later anyway; only connections idle for longer than
-    # [database]ping_idle_connections_after are tested.
-    engine.pool._pre_ping = False
-    event.listen(engine.pool, 'checkin', _mark_idle)
-    event.listen(engine.pool, 'checkout',
-                    functools.partial(_ping_if_idle, engine.dialect))
-
-
-def _mark_idle(dbapi_connection, record):
-    if record is not None:
-        record.info['idle_since'] = time.monotonic()
-
-
-def _ping_if_idle(dialect, dbapi_connection, record, proxy):
-    idle_since = record.info.pop('idle_since', None)
-    if idle_since is None:
-        return  # a new connection
-    idle = time.monotonic() - idle_since
-    if idle < CONF.database.ping_idle_connections_after:
-        return
-    try:
-        alive = dialect.do_ping(dbapi_connection)
-    except Exception as exc:
-        if not dialect.is_disconnect(exc, dbapi_connection, None):
-            raise
-        alive = False
-    if not alive:
-        # NOTE: like SQLAlchemy's own pre-ping: the server probably
-        # restarted, so every connection older than this one is dropped and
-        # the pool hands out a new one.
-        raise sa.exc.InvalidatePoolError(
-            'an idle database connection was found closed')
 
 
 def get_engine():

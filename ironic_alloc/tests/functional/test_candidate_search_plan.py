@@ -1,0 +1,89 @@
+"""The candidate search reads free nodes in index order, however full.
+
+Once most nodes of a resource class are allocated, a plan that collects
+every free node and sorts them costs in proportion to the free nodes
+(PostgreSQL chose one: 6.5 ms per search with 5,000 free nodes of
+100,000).  On PostgreSQL the search reads the candidates in uuid order
+from nodes_free_candidate_idx and stops after "limit"; SQLite walks
+nodes_candidate_idx in order.  MariaDB has no partial index: it walks the
+uuid index in order when free nodes are rare in a big fleet and may sort
+the free nodes its indexes find when they are few, but never scans the
+table.  Checked on the real statement and the database's own plan, with
+95 % of 5,000 nodes allocated and the table's statistics up to date (as
+autovacuum keeps them on PostgreSQL).
+"""
+
+import uuid as uuid_mod
+
+import sqlalchemy as sa
+
+from ironic_alloc.db.sqlalchemy import api as sqla_api
+from ironic_alloc.db.sqlalchemy import statements
+from ironic_alloc.tests import base
+
+NODES = 5000
+ALLOCATED_EVERY = 20  # one node in 20 stays free
+
+
+class CandidateSearchPlanTestCase(base.DbTestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.engine = sqla_api.get_engine()
+        rows = []
+        for index in range(NODES):
+            node_uuid = str(uuid_mod.uuid4())
+            taken = index % ALLOCATED_EVERY != 0
+            rows.append({
+                'uuid': node_uuid, 'name': 'node-%d' % index,
+                'driver': 'fake-hardware', 'resource_class': 'gold',
+                'provision_state': 'available', 'power_state': 'power off',
+                'maintenance': False, 'protected': False, 'retired': False,
+                'console_enabled': False, 'conductor_group': '',
+                'instance_uuid': node_uuid if taken else None,
+                'allocation_id': 100000 + index if taken else None})
+        with self.engine.begin() as conn:
+            conn.execute(statements.NODES.insert(), rows)
+            dialect = conn.dialect.name
+            if dialect == 'postgresql':
+                conn.execute(sa.text('ANALYZE nodes'))
+            elif dialect == 'mysql':
+                conn.execute(sa.text('ANALYZE TABLE nodes'))
+
+    def _plan(self, statement, values):
+        with self.engine.connect() as conn:
+            compiled = statement.compile(dialect=conn.dialect)
+            params = compiled.construct_params(values)
+            dialect = conn.dialect.name
+            if dialect == 'sqlite':
+                rows = conn.exec_driver_sql(
+                    'EXPLAIN QUERY PLAN ' + compiled.string,
+                    tuple(params[name] for name in compiled.positiontup))
+                return dialect, '\n'.join(row[-1] for row in rows)
+            rows = conn.exec_driver_sql('EXPLAIN ' + compiled.string,
+                                        params).mappings().all()
+            if dialect == 'mysql':
+                return dialect, '\n'.join(
+                    'type=%s key=%s %s' % (row['type'], row['key'],
+                                           row['Extra']) for row in rows)
+            return dialect, '\n'.join(row['QUERY PLAN'] for row in rows)
+
+    def _assert_ordered_walk(self, statement):
+        shape, params = statements.candidate_shape(
+            {'resource_class': 'gold'})
+        dialect, plan = self._plan(statement(shape), dict(
+            params, pivot=str(uuid_mod.uuid4()), limit=16))
+        if dialect == 'postgresql':
+            self.assertIn('nodes_free_candidate_idx', plan)
+            self.assertNotIn('Sort', plan)
+        elif dialect == 'mysql':
+            self.assertNotIn('type=ALL', plan)
+            self.assertNotIn('key=None', plan)
+        else:
+            self.assertNotIn('TEMP B-TREE', plan)
+
+    def test_search_after_the_pivot(self):
+        self._assert_ordered_walk(statements.candidates_after_pivot)
+
+    def test_search_before_the_pivot(self):
+        self._assert_ordered_walk(statements.candidates_before_pivot)

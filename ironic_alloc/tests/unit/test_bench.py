@@ -664,28 +664,11 @@ class TestService(base.TestCase):
         self.assertGreaterEqual(service.cpu_seconds(os.getpid()), 0)
         self.assertIsNone(service.cpu_seconds(2 ** 22 + 1))
 
-    def test_pids_matching(self):
-        proc = subprocess.Popen([sys.executable, '-c',
-                                 'import time; time.sleep(60)',
-                                 'bench-marker-7f3a'])
-        self.addCleanup(proc.wait)
-        self.addCleanup(proc.kill)
-        # NOTE: until the child has run exec, its command line is ours.
-        deadline = time.monotonic() + 30
-        while (not service.pids_matching('bench-marker-7f3a$')
-               and time.monotonic() < deadline):
-            time.sleep(0.01)
-        self.assertEqual([proc.pid],
-                         service.pids_matching('bench-marker-7f3a$'))
-        self.assertEqual([], service.pids_matching('no-such-marker-7f3a'))
-        # Never the benchmark itself, nor what started it.
-        self.assertNotIn(os.getpid(), service.pids_matching('.'))
-        self.assertNotIn(os.getppid(), service.pids_matching('.'))
-
-    def _burner(self, marker):
-        """A child process burning CPU until killed, once it has exec'd."""
-        proc = subprocess.Popen([sys.executable, '-c',
-                                 'while True: pass', marker])
+    def _child(self, code, marker):
+        """A child Python process running ``code``, ``marker`` on its
+        command line, once it has run exec (until then, its command line
+        is ours)."""
+        proc = subprocess.Popen([sys.executable, '-c', code, marker])
         self.addCleanup(proc.wait)
         self.addCleanup(proc.kill)
         deadline = time.monotonic() + 30
@@ -693,6 +676,16 @@ class TestService(base.TestCase):
                and time.monotonic() < deadline):
             time.sleep(0.01)
         return proc
+
+    def test_pids_matching(self):
+        proc = self._child('import time; time.sleep(60)',
+                           'bench-marker-7f3a')
+        self.assertEqual([proc.pid],
+                         service.pids_matching('bench-marker-7f3a$'))
+        self.assertEqual([], service.pids_matching('no-such-marker-7f3a'))
+        # Never the benchmark itself, nor what started it.
+        self.assertNotIn(os.getpid(), service.pids_matching('.'))
+        self.assertNotIn(os.getppid(), service.pids_matching('.'))
 
     def _cpu_of(self, pid, at_least):
         deadline = time.monotonic() + 30
@@ -702,11 +695,11 @@ class TestService(base.TestCase):
 
     def test_group_usage_counts_processes_started_during_the_phase(self):
         groups = (('burners', 'bench-burner-5c1e'),)
-        early = self._burner('bench-burner-5c1e-early')
+        early = self._child('while True: pass', 'bench-burner-5c1e-early')
         self._cpu_of(early.pid, 0.2)
         before = runner._group_cpu(runner._group_pids(groups))
         self.assertEqual({early.pid}, set(before['burners']))
-        late = self._burner('bench-burner-5c1e-late')
+        late = self._child('while True: pass', 'bench-burner-5c1e-late')
         self._cpu_of(late.pid, 0.2)
         early.kill()
         early.wait()

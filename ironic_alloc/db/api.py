@@ -199,6 +199,13 @@ class Connection(metaclass=abc.ABCMeta):
         """
 
     @abc.abstractmethod
+    def reading(self):
+        """A context manager under which this thread's reads share one
+        read transaction (one connection, one begin and end) instead of
+        one each.  Writes inside it are refused.
+        """
+
+    @abc.abstractmethod
     def get_allocation_candidates(self, criteria, limit, pivot=None,
                                   name=None):
         """Ids of nodes matching an allocation, in one indexed query.

@@ -680,6 +680,11 @@ class Connection(api.Connection):
                     conn.execute(stmts.FREE_NODE, {'node_id': node.id})
         return allocation.uuid, allocation.node_id
 
+    def reading(self):
+        # NOTE: enginefacade joins the reads made inside to this
+        # transaction (same thread, same context) and refuses a writer.
+        return _connection_for_read()
+
     def get_allocation_candidates(self, criteria, limit, pivot=None,
                                   name=None):
         shape, params = stmts.candidate_shape(criteria)

@@ -95,6 +95,40 @@ class TestNodePicking(AllocationTestCase):
         allocation = self.allocate(name='node-3')
         self.assertEqual(named.id, allocation.node_id)
 
+    def _checkouts_of_do_allocate(self, **kw):
+        """Run do_allocate in this thread for a new allocation of a
+        conductor no running service owns, counting this thread's
+        connection check-outs (one per transaction)."""
+        owner = dbapi.register_conductor('counting-host', '').id
+        allocation = utils.make_allocation(self.context, owner, **kw)
+        engine = sqla_api.get_engine()
+        me = threading.get_ident()
+        checkouts = []
+
+        def count(dbapi_connection, record, proxy):
+            if threading.get_ident() == me:
+                checkouts.append(record)
+
+        sa.event.listen(engine, 'checkout', count)
+        try:
+            node_id = allocations.do_allocate(self.context, allocation.id,
+                                              owner)
+        finally:
+            sa.event.remove(engine, 'checkout', count)
+        return node_id, len(checkouts)
+
+    def test_one_read_transaction_then_the_reservation(self):
+        # The allocation and its first candidates are read in one
+        # transaction, the node is reserved in a second.
+        node = utils.make_available_node(self.context)
+        self.assertEqual((node.id, 2), self._checkouts_of_do_allocate())
+
+    def test_named_node_read_with_the_allocation(self):
+        utils.make_available_node(self.context)
+        named = utils.make_available_node(self.context, name='node-n')
+        self.assertEqual((named.id, 2),
+                         self._checkouts_of_do_allocate(name='node-n'))
+
     def test_candidate_nodes_and_owner(self):
         mine = utils.make_available_node(self.context, owner='p1')
         leased = utils.make_available_node(self.context, lessee='p1')

@@ -1,4 +1,5 @@
-"""A conductor's busiest moments reuse its database connections.
+"""A conductor's busiest moments reuse its database connections, and
+reads grouped by dbapi.reading() share one.
 
 A conductor works on up to [conductor]workers_pool_size allocations at
 once, each in transactions of its own.  The pool keeps that many
@@ -9,9 +10,12 @@ opened again at the next burst costs about 10 ms of CPU on PostgreSQL
 
 import threading
 
+from oslo_utils import uuidutils
 import sqlalchemy as sa
 
+from ironic_alloc.common import exception
 from ironic_alloc.conf import CONF
+from ironic_alloc.db import api as db_api
 from ironic_alloc.db.sqlalchemy import api as sqla_api
 from ironic_alloc.tests import base
 
@@ -58,3 +62,43 @@ class ConnectionReuseTestCase(base.DbTestCase):
         for _ in range(3):
             self._burst(size)
         self.assertEqual(size, len(self.connects))
+
+
+class ReadingTestCase(base.DbTestCase):
+    """dbapi.reading(): the reads inside share one transaction."""
+
+    CRITERIA = {'resource_class': 'none', 'traits': [],
+                'candidate_uuids': [], 'owner': None}
+
+    def setUp(self):
+        super().setUp()
+        self.dbapi = db_api.get_instance()
+        engine = sqla_api.get_engine()
+        self.checkouts = []
+        listener = (lambda dbapi_connection, record, proxy:
+                    self.checkouts.append(record))
+        sa.event.listen(engine, 'checkout', listener)
+        self.addCleanup(sa.event.remove, engine, 'checkout', listener)
+
+    def _reads(self):
+        self.assertEqual([], self.dbapi.get_allocation_candidates(
+            self.CRITERIA, 5, pivot=uuidutils.generate_uuid()))
+        self.assertIn('resource class',
+                      self.dbapi.explain_no_candidates(self.CRITERIA))
+        self.assertEqual([], self.dbapi.get_allocating_ids(-1))
+
+    def test_reads_inside_share_one_checkout(self):
+        self._reads()
+        self.assertEqual(3, len(self.checkouts))
+        with self.dbapi.reading():
+            self._reads()
+        self.assertEqual(4, len(self.checkouts))
+
+    def test_write_inside_is_refused(self):
+        values = {'uuid': uuidutils.generate_uuid(), 'resource_class': 'x',
+                  'traits': [], 'candidate_nodes': [], 'extra': {}}
+        with self.dbapi.reading():
+            self.assertRaises(TypeError, self.dbapi.create_allocation,
+                              values)
+        self.assertRaises(exception.AllocationNotFound,
+                          self.dbapi.get_allocation_by_uuid, values['uuid'])

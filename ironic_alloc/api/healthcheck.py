@@ -50,15 +50,10 @@ class Healthcheck(healthcheck.Healthcheck):
             _Extension(DatabaseHealthcheck(self.oslo_conf, self.conf))]
 
     def __call__(self, environ, start_response):
-        # NOTE: every API request crosses this middleware; only its own
-        # path needs WebOb's request object (0.05 ms of CPU per request).
+        # NOTE: oslo.middleware expects to be mounted at its path; here it
+        # wraps the whole API and answers only its own path.  Other
+        # requests go on untouched, before WebOb builds a request object
+        # for them (0.05 ms of CPU per request).
         if environ.get('PATH_INFO') != self.PATH:
             return self.application(environ, start_response)
         return super().__call__(environ, start_response)
-
-    def process_request(self, req):
-        # NOTE: oslo.middleware expects to be mounted at its path; here it
-        # wraps the whole API and answers only its own path.
-        if req.path_info != self.PATH:
-            return None
-        return super().process_request(req)

@@ -127,14 +127,15 @@ def _reserve_some_node(allocation, criteria, conductor_id, named, batch):
                                              node_id, criteria):
             return node_id
     for attempt in range(CONF.conductor.allocation_attempts):
-        node_ids = batch if attempt == 0 and batch is not None else (
-            _search(criteria))
-        if not node_ids:
+        if batch is None:
+            batch = _search(criteria)
+        if not batch:
             return None
-        for node_id in node_ids:
+        for node_id in batch:
             if dbapi.reserve_node_for_allocation(
                     allocation.id, conductor_id, node_id, criteria):
                 return node_id
+        batch = None
         # Every candidate was taken meanwhile (or locked): look again.
         time.sleep(random.uniform(0.01, 0.05) * (attempt + 1))
     return None

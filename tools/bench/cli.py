@@ -4,6 +4,7 @@ import argparse
 import re
 import sys
 
+from tools.bench import floor as floor_mod
 from tools.bench import phases
 from tools.bench import placement as placement_mod
 from tools.bench import report
@@ -227,6 +228,35 @@ def build_parser():
                        help='where to create the service directories '
                             '(default: the temporary directory)')
     _add_workload_args(sweep)
+
+    floor = commands.add_parser(
+        'floor', help='the CPU floor of one allocation on this machine',
+        description='Measure, one at a time, the parts every allocation '
+                    'crosses, with the service\'s configuration and code '
+                    'but no allocation work: the HTTP server, the API '
+                    'answering GET /, an RPC cast to an endpoint that '
+                    'does nothing, one-row read and write transactions '
+                    '(on a scratch table it creates and drops).  Their '
+                    'sum bounds what an allocation can cost.')
+    floor.add_argument('--config-file', action='append', required=True,
+                       metavar='PATH',
+                       help='a configuration file of the service (its '
+                            'database and transport URL are used); '
+                            'repeatable')
+    floor.add_argument('--count', type=_positive_int, default=2000,
+                       help='operations measured per part (default 2000)')
+    floor.add_argument('--warmup', type=_positive_int, default=200,
+                       help='operations before measuring (default 200)')
+    floor.add_argument('--cpu-group', type=_cpu_group, action='append',
+                       default=[], metavar='LABEL=REGEX',
+                       help='also count the CPU of the processes whose '
+                            'command line matches REGEX, e.g. '
+                            '"db=^postgres" or "broker=beam"; repeatable')
+    floor.add_argument('--timeout', type=_positive_float, default=60.0,
+                       help='seconds to wait for the casts to arrive '
+                            '(default 60)')
+    floor.add_argument('--json', metavar='PATH',
+                       help='also write the results as JSON to PATH')
     return parser
 
 
@@ -300,12 +330,33 @@ def _sweep(args, parser):
         else EXIT_FAILED
 
 
+def _floor(args):
+    try:
+        parts = floor_mod.measure(args.config_file, args.count,
+                                  warmup=args.warmup,
+                                  cpu_groups=tuple(args.cpu_group),
+                                  timeout=args.timeout)
+    except floor_mod.FloorFailed as exc:
+        print('Error: %s' % exc, file=sys.stderr)
+        return EXIT_FAILED
+    info = report.machine_info()
+    document = floor_mod.floor_document(
+        parts, info['cpus'], '%s CPUs, %s' % (
+            info['cpus'], info.get('cpu_model', 'unknown CPU')))
+    print(report.format_floor(document))
+    if args.json:
+        report.write_json(args.json, document)
+    return EXIT_OK
+
+
 def main(argv=None):
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
         if args.command == 'run':
             return _run(args, parser)
+        if args.command == 'floor':
+            return _floor(args)
         return _sweep(args, parser)
     except KeyboardInterrupt:
         print('\nAborted.', file=sys.stderr)

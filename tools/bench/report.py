@@ -375,6 +375,44 @@ def format_sweep(rows):
     return '\n'.join(lines)
 
 
+def format_floor(document):
+    """The text of a floor measurement (see floor.floor_document)."""
+    labels = sorted({label for part in document['parts']
+                     for label in part['groups']})
+    header = (['part', 'count', 'this process ms', 'server process ms']
+              + ['%s ms' % label for label in labels])
+    rows = []
+    notes = []
+    for part in document['parts']:
+        if part['note']:
+            notes.append('%s: %s' % (part['title'], part['note']))
+            continue
+        rows.append([part['title'], part['count'],
+                     _num(_scaled(part['caller']), '%.3f'),
+                     _num(_scaled(part['server']), '%.3f')]
+                    + [_num(_scaled(part['groups'].get(label)), '%.3f')
+                       for label in labels])
+    lines = ['CPU per operation, each part alone (%s)' % document['machine']]
+    lines += _table(header, rows)
+    lines += notes
+    lines += ['', 'Floor of one allocation (the fewest parts it crosses):']
+    for term in document['allocation']['terms']:
+        lines.append('  %d x %-58s %s ms' % (
+            term['times'], term['part'], _num(_scaled(term['seconds']),
+                                              '%.3f')))
+    floor_ms = document['allocation']['seconds'] * 1000
+    cpus = document['cpus']
+    lines.append('  = %.2f ms of CPU: at most %.0f allocations/s on %d '
+                 'CPUs doing nothing else' % (
+                     floor_ms, 1000.0 * cpus / floor_ms if floor_ms else 0,
+                     cpus))
+    return '\n'.join(lines)
+
+
+def _scaled(seconds):
+    return None if seconds is None else seconds * 1000
+
+
 def write_json(path, document):
     with open(path, 'w') as f:
         json.dump(document, f, indent=2, sort_keys=True, default=str)

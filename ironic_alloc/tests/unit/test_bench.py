@@ -21,6 +21,7 @@ from ironic_alloc.tests import base
 from tools.bench import checks
 from tools.bench import cli
 from tools.bench import client
+from tools.bench import floor
 from tools.bench import phases
 from tools.bench import profile
 from tools.bench import progress
@@ -591,6 +592,43 @@ class TestReport(base.TestCase):
         info = report.machine_info(proc_root=root)
         self.assertEqual(24.0, info['memory_gib'])
         self.assertEqual('Fake CPU @ 2GHz', info['cpu_model'])
+
+    def test_format_floor(self):
+        parts = [
+            floor.Part('http', 'HTTP', 10, caller=0.0001, server=0.0002),
+            floor.Part('http_api', 'API', 10, caller=0.0002, server=0.0005),
+            floor.Part('cast', 'cast', 10, caller=0.0003, server=0.0004,
+                       groups={'broker': 0.0002}),
+            floor.Part('read', 'read', 10, caller=0.0004,
+                       groups={'broker': 0.0, 'db': 0.0002}),
+            floor.Part('write', 'write', 10, caller=0.0005,
+                       groups={'broker': 0.0, 'db': 0.0003}),
+        ]
+        document = floor.floor_document(parts, 2, '2 CPUs, Fake')
+        # NOTE: 2 x client 0.2 + 2 x API server 0.5 + cast 0.9 + read 0.6
+        # + 2 x write 0.8 = 4.5 ms.
+        self.assertAlmostEqual(0.0045, document['allocation']['seconds'])
+        self.assertEqual([2, 2, 1, 1, 2], [
+            t['times'] for t in document['allocation']['terms']])
+        text = report.format_floor(document)
+        self.assertIn('= 4.50 ms of CPU: at most 444 allocations/s on 2 '
+                      'CPUs', text)
+        rows = {line.split()[0]: line.split()[1:]
+                for line in text.splitlines()[3:8]}
+        self.assertEqual(['10', '0.300', '0.400', '0.200', '-'],
+                         rows['cast'])
+        self.assertEqual(['10', '0.500', '-', '0.000', '0.300'],
+                         rows['write'])
+
+    def test_floor_without_a_measured_cast(self):
+        parts = [floor.Part('http_api', 'API', 10, caller=0.0002,
+                            server=0.0005),
+                 floor.Part('cast', 'RPC cast', 0, note='not measured')]
+        document = floor.floor_document(parts, 2, 'x')
+        self.assertAlmostEqual(0.0014, document['allocation']['seconds'])
+        text = report.format_floor(document)
+        self.assertIn('RPC cast: not measured', text)
+        self.assertIn('1 x RPC cast', text)
 
     def test_write_json(self):
         path = os.path.join(tempfile.mkdtemp(), 'out.json')

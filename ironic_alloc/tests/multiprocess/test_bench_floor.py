@@ -1,0 +1,38 @@
+"""``python -m tools.bench floor`` with RabbitMQ: the cast part.
+
+A sender process casts to an RPC server in the command's process through
+the tier's broker; the command fails unless every cast arrives.  It takes
+the tier's lock: the other tests of the tier restart the broker.
+"""
+
+import fixtures
+from oslotest import base as oslo_base
+
+from ironic_alloc.tests import base
+from ironic_alloc.tests.functional import test_bench_floor as floor_test
+from ironic_alloc.tests.multiprocess import fixtures as mp
+
+
+class TestFloorWithABroker(oslo_base.BaseTestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.useFixture(fixtures.Timeout(240, gentle=True))
+        reason = mp.missing_reason()
+        if reason:
+            base.skip_or_fail(self, reason)
+        lock = mp.TierLock()
+        lock.acquire()
+        self.addCleanup(lock.release)
+
+    def test_cast_to_an_endpoint_that_does_nothing(self):
+        document = floor_test.run_floor(
+            self, ['[DEFAULT]', 'transport_url = %s' % mp.transport_url(),
+                   '[database]', 'connection = %s' % mp.db_url()],
+            extra_args=['--cpu-group', 'broker=beam'])
+        parts = {part['name']: part for part in document['parts']}
+        for name in ('http', 'http_api', 'cast', 'read', 'write'):
+            floor_test.assert_measured(self, parts[name])
+        self.assertGreater(parts['cast']['server'], 0)
+        self.assertIn('broker', parts['cast']['groups'])
+        floor_test.assert_scratch_table_gone(self, mp.db_url())

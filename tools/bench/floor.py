@@ -101,11 +101,15 @@ def _serve(make_app, port):
     wsgi_server.Server(make_app(), port=port).serve_forever()
 
 
-def _wait_for_http(client, deadline):
+def _wait_for_http(client, process, deadline):
     while True:
         try:
             return client.request('GET', '/')
         except api_client.ConnectionFailed:
+            if not process.is_alive():
+                raise FloorFailed('the HTTP server process exited (code '
+                                  '%s): see its log above'
+                                  % process.exitcode)
             if time.monotonic() > deadline:
                 raise FloorFailed('the HTTP server did not start')
             time.sleep(0.05)
@@ -120,7 +124,7 @@ def measure_http(name, title, make_app, count, warmup):
     process.start()
     client = api_client.ApiClient('http://127.0.0.1:%d' % port)
     try:
-        _wait_for_http(client, time.monotonic() + READY_TIMEOUT)
+        _wait_for_http(client, process, time.monotonic() + READY_TIMEOUT)
         for _ in range(warmup):
             client.request('GET', '/')
         server_before = service_mod.cpu_seconds(process.pid)
@@ -224,9 +228,11 @@ def measure_cast(count, warmup, cpu_groups, timeout):
     finally:
         server.stop()
         server.wait()
-        sender.join(timeout)
+        # NOTE: a sender still waiting for "go" would never end.
+        sender.join(timeout if go.is_set() else 0)
         if sender.is_alive():
             sender.terminate()
+            sender.join()
     return Part('cast', 'RPC cast to an endpoint that does nothing', count,
                 caller=value / count, server=receiver / count,
                 groups=groups)

@@ -14,7 +14,6 @@ from oslo_utils import uuidutils
 import sqlalchemy as sa
 from sqlalchemy import event
 from sqlalchemy.ext import compiler as sa_compiler
-from sqlalchemy import orm
 
 from ironic_alloc.common import exception
 from ironic_alloc.common import states

@@ -28,8 +28,10 @@ class ConnectionReuseTestCase(base.DbTestCase):
         self.engine.dispose()
         self.addCleanup(self.engine.dispose)
         self.connects = []
-        listener = (lambda dbapi_connection, record:
-                    self.connects.append(record))
+
+        def listener(dbapi_connection, record):
+            self.connects.append(record)
+
         sa.event.listen(self.engine, 'connect', listener)
         self.addCleanup(sa.event.remove, self.engine, 'connect', listener)
 
@@ -75,8 +77,10 @@ class ReadingTestCase(base.DbTestCase):
         self.dbapi = db_api.get_instance()
         engine = sqla_api.get_engine()
         self.checkouts = []
-        listener = (lambda dbapi_connection, record, proxy:
-                    self.checkouts.append(record))
+
+        def listener(dbapi_connection, record, proxy):
+            self.checkouts.append(record)
+
         sa.event.listen(engine, 'checkout', listener)
         self.addCleanup(sa.event.remove, engine, 'checkout', listener)
 

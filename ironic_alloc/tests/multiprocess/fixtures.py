@@ -35,6 +35,8 @@ import urllib.parse
 import requests
 import sqlalchemy as sa
 
+from ironic_alloc.tests import base
+
 DEFAULT_DB = ('postgresql+psycopg2://openstack_citest:openstack_citest@'
               '127.0.0.1:5433/ironic_alloc_multiprocess')
 DEFAULT_TRANSPORT = ('rabbit://openstack_citest:openstack_citest@'
@@ -130,6 +132,17 @@ def _safe(url):
         netloc = parts.netloc.replace(':%s@' % parts.password, ':***@')
         return urllib.parse.urlunsplit(parts._replace(netloc=netloc))
     return url
+
+
+def enter_tier(testcase):
+    """Skip (fail under CI=true) without the tier's servers; otherwise
+    hold the tier's lock until ``testcase`` ends."""
+    reason = missing_reason()
+    if reason:
+        base.skip_or_fail(testcase, reason)
+    lock = TierLock()
+    lock.acquire()
+    testcase.addCleanup(lock.release)
 
 
 class TierLock:

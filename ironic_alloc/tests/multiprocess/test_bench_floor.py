@@ -8,7 +8,6 @@ the tier's lock: the other tests of the tier restart the broker.
 import fixtures
 from oslotest import base as oslo_base
 
-from ironic_alloc.tests import base
 from ironic_alloc.tests.functional import test_bench_floor as floor_test
 from ironic_alloc.tests.multiprocess import fixtures as mp
 
@@ -18,12 +17,7 @@ class TestFloorWithABroker(oslo_base.BaseTestCase):
     def setUp(self):
         super().setUp()
         self.useFixture(fixtures.Timeout(240, gentle=True))
-        reason = mp.missing_reason()
-        if reason:
-            base.skip_or_fail(self, reason)
-        lock = mp.TierLock()
-        lock.acquire()
-        self.addCleanup(lock.release)
+        mp.enter_tier(self)
 
     def test_cast_to_an_endpoint_that_does_nothing(self):
         document = floor_test.run_floor(

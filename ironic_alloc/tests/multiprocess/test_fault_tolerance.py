@@ -24,7 +24,6 @@ import requests
 import sqlalchemy as sa
 from testtools import content
 
-from ironic_alloc.tests import base
 from ironic_alloc.tests.multiprocess import fixtures as mp
 
 # NOTE: a bound for hangs only; the slowest test takes about a minute.
@@ -46,12 +45,7 @@ class MultiProcessTestCase(oslo_base.BaseTestCase):
         super().setUp()
         self.useFixture(fixtures.Timeout(TEST_TIMEOUT, gentle=True))
         logging.getLogger('urllib3').setLevel(logging.WARNING)
-        reason = mp.missing_reason()
-        if reason:
-            base.skip_or_fail(self, reason)
-        lock = mp.TierLock()
-        lock.acquire()
-        self.addCleanup(lock.release)
+        mp.enter_tier(self)
         self.cluster = mp.Cluster(self.id().rsplit('.', 1)[-1][5:30])
         self.failed = False
         self.addCleanup(lambda: self.cluster.cleanup(keep_logs=self.failed))

@@ -29,6 +29,12 @@ LOG = log.getLogger(__name__)
 # consumer types (1.38).
 MICROVERSION = '1.39'
 
+# NOTE: a pooled keep-alive connection that the server has just closed
+# (gunicorn closes idle ones after 2 seconds) fails the next request before
+# Placement reads it.  An idempotent request is sent once more, on a new
+# connection; a timeout is not a reason to send it again.
+RESENT_ON_CONNECT_FAILURE = frozenset({'GET', 'PUT', 'DELETE'})
+
 CONCURRENT_UPDATE = 'placement.concurrent_update'
 # How many times a step refused with CONCURRENT_UPDATE is tried in all.
 # Each refusal means another writer changed the provider in between, so
@@ -80,14 +86,21 @@ class PlacementClient:
         kwargs = {}
         if body is not None:
             kwargs['json'] = body
-        try:
-            response = self._adapter.request(path, method, **kwargs)
-        except ks_exceptions.ClientException as exc:
-            LOG.warning('Placement request %(method)s %(path)s failed: '
-                        '%(exc)s', {'method': method, 'path': path,
-                                    'exc': exc})
-            raise exception.PlacementUnavailable(
-                reason='%s %s: %s' % (method, path, exc))
+        resend = method in RESENT_ON_CONNECT_FAILURE
+        while True:
+            try:
+                response = self._adapter.request(path, method, **kwargs)
+                break
+            except ks_exceptions.ConnectFailure as exc:
+                if resend:
+                    resend = False
+                    LOG.debug('Placement request %(method)s %(path)s '
+                              'sent again: %(exc)s',
+                              {'method': method, 'path': path, 'exc': exc})
+                    continue
+                raise self._unavailable(method, path, exc)
+            except ks_exceptions.ClientException as exc:
+                raise self._unavailable(method, path, exc)
         if response.status_code in expected:
             return response
         code, detail = _error_of(response)
@@ -97,6 +110,13 @@ class PlacementClient:
         raise exception.PlacementRequestFailed(
             method=method, path=path, status=response.status_code,
             detail=detail)
+
+    @staticmethod
+    def _unavailable(method, path, exc):
+        LOG.warning('Placement request %(method)s %(path)s failed: '
+                    '%(exc)s', {'method': method, 'path': path, 'exc': exc})
+        return exception.PlacementUnavailable(
+            reason='%s %s: %s' % (method, path, exc))
 
     def get(self, path, expected=(200,)):
         """The decoded body of a GET, or None for an expected 404."""

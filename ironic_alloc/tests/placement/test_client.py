@@ -137,6 +137,66 @@ class TestUnreachablePlacement(base.PlacementTestCase):
         self.assertIn('GET /resource_providers', str(exc))
         self.assertTrue(accepted)
 
+    def _closing_peer(self, answers_per_connection):
+        """A peer that answers each connection's first
+        ``answers_per_connection`` requests (keep-alive) and then closes
+        it without answering, as a server closing an idle connection
+        does; returns (port, requests seen)."""
+        listener = socket.socket()
+        self.addCleanup(listener.close)
+        listener.bind(('127.0.0.1', 0))
+        listener.listen(8)
+        seen = []
+        body = b'{"resource_providers": []}'
+        answer = (b'HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n'
+                  b'Content-Length: %d\r\n\r\n%s' % (len(body), body))
+
+        def serve(conn):
+            with conn:
+                stream = conn.makefile('rb')
+                for index in range(answers_per_connection + 1):
+                    line = stream.readline()
+                    if not line:
+                        return
+                    while stream.readline() not in (b'\r\n', b''):
+                        pass
+                    seen.append(line.split()[0].decode())
+                    if index == answers_per_connection:
+                        return
+                    conn.sendall(answer)
+
+        def accept():
+            try:
+                while True:
+                    threading.Thread(target=serve, daemon=True,
+                                     args=(listener.accept()[0],)).start()
+            except OSError:
+                pass
+
+        threading.Thread(target=accept, daemon=True).start()
+        return listener.getsockname()[1], seen
+
+    def test_idempotent_request_is_sent_again_after_a_closed_connection(
+            self):
+        port, seen = self._closing_peer(1)
+        client = self.make_client(
+            self.placement, endpoint='http://127.0.0.1:%d' % port)
+        self.assertEqual([], client.get('/resource_providers')[
+            'resource_providers'])
+        # NOTE: the pooled connection is closed by the peer at this
+        # request; the client sends it again on a new connection.
+        self.assertEqual([], client.get('/resource_providers')[
+            'resource_providers'])
+        self.assertEqual(['GET', 'GET', 'GET'], seen)
+
+    def test_post_is_not_sent_again(self):
+        port, seen = self._closing_peer(0)
+        client = self.make_client(
+            self.placement, endpoint='http://127.0.0.1:%d' % port)
+        self.assertRaises(exception.PlacementUnavailable, client.post,
+                          '/resource_providers', {'name': 'once'})
+        self.assertEqual(['POST'], seen)
+
     def test_unknown_auth_plugin_is_a_configuration_error(self):
         conf = self.placement.client_conf()
         conf.set_override('auth_type', 'no-such-plugin', group='placement')

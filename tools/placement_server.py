@@ -24,6 +24,7 @@ import shlex
 import shutil
 import subprocess
 import tempfile
+import time
 import urllib.error
 import urllib.request
 import uuid
@@ -47,6 +48,8 @@ TOKEN = 'admin'
 
 # Bounds on waiting: they only keep a hang from stalling the run.
 MANAGE_TIMEOUT = 120
+# How long dropping a test database may be retried (see drop()).
+DROP_TIMEOUT = 30
 
 
 class PlacementError(Exception):
@@ -112,7 +115,23 @@ class _PostgresDatabase:
                    exc))
 
     def drop(self):
-        self._execute('DROP DATABASE IF EXISTS %s WITH (FORCE)' % self.name)
+        # NOTE: FORCE ends the sessions Placement's workers may have left
+        # behind, but PostgreSQL refuses it to a non-superuser while an
+        # autovacuum worker is in the database ("must be a member of the
+        # role whose process is being terminated"); a plain DROP stops
+        # autovacuum workers itself.  Try both until one works.
+        deadline = time.monotonic() + DROP_TIMEOUT
+        while True:
+            for statement in ('DROP DATABASE IF EXISTS %s WITH (FORCE)',
+                              'DROP DATABASE IF EXISTS %s'):
+                try:
+                    self._execute(statement % self.name)
+                    return
+                except sa.exc.DBAPIError as exc:
+                    failure = exc
+            if time.monotonic() > deadline:
+                raise failure
+            time.sleep(0.5)
 
 
 class PlacementServer:

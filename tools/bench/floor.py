@@ -33,6 +33,7 @@ import time
 import uuid
 
 from tools.bench import client as api_client
+from tools.bench import runner
 from tools.bench import service as service_mod
 
 SCRATCH_TABLE = 'bench_floor_scratch'
@@ -71,18 +72,15 @@ class Part:
                                *self.groups.values()] if v is not None)
 
 
-def _group_seconds(cpu_groups):
-    """{label: CPU seconds so far} of the processes matching each regex."""
-    found = {}
-    for label, pattern in cpu_groups:
-        found[label] = sum(service_mod.cpu_seconds(pid) or 0.0
-                           for pid in service_mod.pids_matching(pattern))
-    return found
+def _groups_before(cpu_groups):
+    return runner._group_cpu(runner._group_pids(cpu_groups))
 
 
-def _group_delta(before, after, count):
-    return {label: (after[label] - before[label]) / count
-            for label in before}
+def _group_delta(cpu_groups, before, count):
+    """{label: CPU seconds per operation} since ``before`` (the run
+    command's accounting of --cpu-group)."""
+    return {label: usage['seconds'] / count for label, usage in
+            runner._group_usage(cpu_groups, before).items()}
 
 
 def _empty_app(environ, start_response):
@@ -208,7 +206,7 @@ def measure_cast(count, warmup, cpu_groups, timeout):
         [endpoint])
     server.start()
     try:
-        groups_before = _group_seconds(cpu_groups)
+        groups_before = _groups_before(cpu_groups)
         go.set()
         if not endpoint.wait_for(warmup, timeout):
             raise FloorFailed('the warm-up casts did not arrive within '
@@ -218,8 +216,7 @@ def measure_cast(count, warmup, cpu_groups, timeout):
             raise FloorFailed('%d of %d casts arrived within %g s'
                               % (endpoint.count, total, timeout))
         receiver = _process_seconds() - receiver_before
-        groups = _group_delta(groups_before, _group_seconds(cpu_groups),
-                              total)
+        groups = _group_delta(cpu_groups, groups_before, total)
         if not report_end.poll(timeout):
             raise FloorFailed('the sender did not report')
         status, value = report_end.recv()
@@ -282,15 +279,14 @@ def measure_database(count, warmup, cpu_groups):
                  write)):
             for _ in range(warmup):
                 work()
-            groups_before = _group_seconds(cpu_groups)
+            groups_before = _groups_before(cpu_groups)
             before = time.thread_time()
             for _ in range(count):
                 work()
             caller = time.thread_time() - before
             parts.append(Part(name, title, count, caller=caller / count,
-                              groups=_group_delta(
-                                  groups_before, _group_seconds(cpu_groups),
-                                  count)))
+                              groups=_group_delta(cpu_groups, groups_before,
+                                                  count)))
     finally:
         with db_backend._connection_for_write() as conn:
             table.drop(conn, checkfirst=True)

@@ -8,6 +8,7 @@ import collections
 import json
 import os
 import platform
+import sys
 import time
 
 from tools.bench import stats
@@ -19,6 +20,7 @@ OUTCOMES = ('active', 'error', 'stuck', 'post_failed', 'vanished',
 def machine_info(proc_root='/proc'):
     """CPU count, memory and load average of this machine."""
     info = {'cpus': os.cpu_count(), 'python': platform.python_version(),
+            'python_executable': os.path.realpath(sys.executable),
             'platform': platform.platform(terse=True)}
     try:
         with open(os.path.join(proc_root, 'meminfo')) as f:
@@ -205,6 +207,9 @@ def format_run(result):
                                    machine.get('memory_gib'),
                                    machine.get('load_before'),
                                    machine.get('load_after')))
+        if machine.get('python_executable'):
+            lines.append('  benchmark client: Python %s, %s' % (
+                machine.get('python'), machine['python_executable']))
     lines.append('')
     rows = []
     for name, phase in result['phases'].items():
@@ -242,9 +247,11 @@ def format_run(result):
                          cpu['client'], _num(cpu.get('service'), '%.1f')))
     requested = result['allocations']['requested']
     for label, group in sorted((cpu.get('groups') or {}).items()):
-        lines.append('  CPU of %s (%d processes): %.1f s, %s ms per '
+        lines.append('  CPU of %s (%d processes%s): %.1f s, %s ms per '
                      'allocation requested' % (
-                         label, group['pids'], group['seconds'],
+                         label, group['pids'],
+                         ''.join(', ' + p for p in group.get('programs', ())),
+                         group['seconds'],
                          _num(1000.0 * group['seconds'] / requested
                               if requested else None, '%.1f')))
     usage = machine_cpu_usage(result)

@@ -122,8 +122,10 @@ def _group_cpu(groups):
 
 
 def _group_usage(cpu_groups, before):
-    """{label: {'pids', 'seconds'}}: CPU used since ``before``
-    (a _group_cpu result) by the processes matching each pattern now.
+    """{label: {'pids', 'seconds', 'programs'}}: CPU used since
+    ``before`` (a _group_cpu result) by the processes matching each
+    pattern now, and the program files they run (for a Python service,
+    which interpreter build: runs compare only on the same one).
 
     A process that started during the phase, such as a database backend
     serving a connection the first measured request opened, counts with
@@ -133,10 +135,12 @@ def _group_usage(cpu_groups, before):
     usage = {}
     for label, used in _group_cpu(_group_pids(cpu_groups)).items():
         earlier = before.get(label, {})
+        programs = {service_mod.executable_of(pid) for pid in used}
         usage[label] = {
             'pids': len(used),
             'seconds': sum(seconds - earlier.get(pid, 0.0)
-                           for pid, seconds in used.items())}
+                           for pid, seconds in used.items()),
+            'programs': sorted(p for p in programs if p)}
     return usage
 
 

@@ -98,6 +98,17 @@ def machine_busy_seconds():
         return None
 
 
+def executable_of(pid, proc_root='/proc'):
+    """The program file process ``pid`` runs (links resolved: a
+    virtualenv's python names the interpreter it was made from), or None
+    when it cannot be read (gone, or another user's without the right)."""
+    try:
+        return os.path.realpath(
+            os.readlink(os.path.join(proc_root, str(pid), 'exe')))
+    except OSError:
+        return None
+
+
 def _ancestors(pid, proc_root):
     """``pid`` and the pids of its parent, grandparent... up to init."""
     chain = set()

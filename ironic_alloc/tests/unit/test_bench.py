@@ -524,6 +524,12 @@ class TestReport(base.TestCase):
         text = report.format_run(_sample_run())
         self.assertIn('Benchmark of http://127.0.0.1:6385', text)
         self.assertIn('machine: 2 CPUs, 23.4 GiB', text)
+        self.assertNotIn('benchmark client:', text)
+        result = _sample_run(extra={'machine': {
+            'cpus': 2, 'python': '3.11.2',
+            'python_executable': '/usr/bin/python3.11'}})
+        self.assertIn('benchmark client: Python 3.11.2, /usr/bin/python3.11',
+                      report.format_run(result))
         self.assertIn('4.0 allocations/s to active', text)
         self.assertIn('0.2500 s per allocation', text)
         self.assertNotIn('CPU during', text)
@@ -536,6 +542,14 @@ class TestReport(base.TestCase):
             'client': 0.1, 'service': None, 'groups': {
                 'db': {'pids': 3, 'seconds': 0.5}}}})
         self.assertIn('CPU of db (3 processes): 0.5 s, 250.0 ms per '
+                      'allocation requested', report.format_run(result))
+        result = _sample_run(extra={'allocate_cpu_seconds': {
+            'client': 0.1, 'service': None, 'groups': {
+                'api': {'pids': 2, 'seconds': 0.5,
+                        'programs': ['/opt/a/python3.11',
+                                     '/usr/bin/python3.11']}}}})
+        self.assertIn('CPU of api (2 processes, /opt/a/python3.11, '
+                      '/usr/bin/python3.11): 0.5 s, 250.0 ms per '
                       'allocation requested', report.format_run(result))
         # 0.8 CPU s over 0.5 s of 2 CPUs; 2 allocations requested.
         result = _sample_run(extra={'allocate_cpu_seconds': {
@@ -592,6 +606,8 @@ class TestReport(base.TestCase):
         info = report.machine_info(proc_root=root)
         self.assertEqual(24.0, info['memory_gib'])
         self.assertEqual('Fake CPU @ 2GHz', info['cpu_model'])
+        self.assertEqual(os.path.realpath(sys.executable),
+                         info['python_executable'])
 
     def test_format_floor(self):
         parts = [
@@ -725,6 +741,16 @@ class TestService(base.TestCase):
         self.assertNotIn(os.getpid(), service.pids_matching('.'))
         self.assertNotIn(os.getppid(), service.pids_matching('.'))
 
+    def test_executable_of(self):
+        proc = self._child('import time; time.sleep(60)',
+                           'bench-marker-9d2b')
+        # A virtualenv's python is a link: the interpreter file is named.
+        self.assertEqual(os.path.realpath(sys.executable),
+                         service.executable_of(proc.pid))
+        proc.kill()
+        proc.wait()
+        self.assertIsNone(service.executable_of(proc.pid))
+
     def _cpu_of(self, pid, at_least):
         deadline = time.monotonic() + 30
         while ((service.cpu_seconds(pid) or 0) < at_least
@@ -746,6 +772,8 @@ class TestService(base.TestCase):
         # The process that exited is left out (its CPU cannot be read);
         # the one that started counts with everything it used.
         self.assertEqual(1, usage['burners']['pids'])
+        self.assertEqual([os.path.realpath(sys.executable)],
+                         usage['burners']['programs'])
         self.assertGreaterEqual(usage['burners']['seconds'], 0.2)
         self.assertLessEqual(usage['burners']['seconds'], late_seconds)
 

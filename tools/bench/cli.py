@@ -340,9 +340,11 @@ def _floor(args):
         print('Error: %s' % exc, file=sys.stderr)
         return EXIT_FAILED
     info = report.machine_info()
+    # NOTE: every part runs on this interpreter (the servers are forks).
     document = floor_mod.floor_document(
-        parts, info['cpus'], '%s CPUs, %s' % (
-            info['cpus'], info.get('cpu_model', 'unknown CPU')))
+        parts, info['cpus'], '%s CPUs, %s; %s' % (
+            info['cpus'], info.get('cpu_model', 'unknown CPU'),
+            report.interpreter_of(info)))
     print(report.format_floor(document))
     if args.json:
         report.write_json(args.json, document)

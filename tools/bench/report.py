@@ -41,6 +41,12 @@ def machine_info(proc_root='/proc'):
     return info
 
 
+def interpreter_of(info):
+    """'Python 3.11.2, /usr/bin/python3.11' from a machine_info()."""
+    return 'Python %s, %s' % (info.get('python'),
+                              info.get('python_executable'))
+
+
 def load_average():
     try:
         return [round(v, 2) for v in os.getloadavg()]
@@ -208,8 +214,7 @@ def format_run(result):
                                    machine.get('load_before'),
                                    machine.get('load_after')))
         if machine.get('python_executable'):
-            lines.append('  benchmark client: Python %s, %s' % (
-                machine.get('python'), machine['python_executable']))
+            lines.append('  benchmark client: %s' % interpreter_of(machine))
     lines.append('')
     rows = []
     for name, phase in result['phases'].items():

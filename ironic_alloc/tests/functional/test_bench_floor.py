@@ -75,4 +75,6 @@ class TestFloorCommand(oslo_base.BaseTestCase):
             assert_measured(self, parts[name])
         self.assertIn('in-process transport', parts['cast']['note'])
         self.assertGreater(document['allocation']['seconds'], 0)
+        # The servers are forks: everything ran on this interpreter.
+        self.assertIn(os.path.realpath(sys.executable), document['machine'])
         assert_scratch_table_gone(self, db_url)

@@ -261,6 +261,12 @@ class DatabaseUnavailable(TemporaryFailure):
     _msg_fmt = 'The database is unavailable: %(reason)s'
 
 
+class AllocationBackendFailed(TemporaryFailure):
+    """The allocation backend could not be used; the allocation fails with
+    this text as its last_error."""
+    _msg_fmt = '%(reason)s'
+
+
 class PlacementUnavailable(TemporaryFailure):
     _msg_fmt = 'Placement is unavailable: %(reason)s'
 

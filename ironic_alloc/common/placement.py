@@ -2,8 +2,9 @@
 
 keystoneauth1 carries the requests (the [placement] options: auth plugin,
 session timeouts and TLS, adapter endpoint and retries), every request
-asks for one microversion, and Placement's answers become exceptions of
-``ironic_alloc.common.exception``:
+asks for the microversion its caller's table gives it (the Placement
+backend's is ``conductor/backends/placement_microversions.py``), and
+Placement's answers become exceptions of ``ironic_alloc.common.exception``:
 
 * no answer (refused connection, timeout, no endpoint, auth failure):
   ``PlacementUnavailable``;
@@ -23,11 +24,6 @@ from ironic_alloc.conf import CONF
 from ironic_alloc.conf import placement as placement_conf
 
 LOG = log.getLogger(__name__)
-
-# 1.39: any-of traits in queries; it also brings forbidden traits (1.22),
-# reserved equal to total (1.26), consumer generations (1.28) and
-# consumer types (1.38).
-MICROVERSION = '1.39'
 
 # NOTE: a pooled keep-alive connection that the server has just closed
 # (gunicorn closes idle ones after 2 seconds) fails the next request before
@@ -56,10 +52,12 @@ def _error_of(response):
 class PlacementClient:
     """Placement's HTTP API, as used by the resource provider sync.
 
+    :param microversion_for: ``f(method, path)`` giving the microversion
+        of each request; it raises ValueError for a call it does not know.
     :param conf: the oslo.config object holding the [placement] group.
     """
 
-    def __init__(self, conf=CONF):
+    def __init__(self, microversion_for, conf=CONF):
         group = placement_conf.GROUP
         try:
             auth = ks_loading.load_auth_from_conf_options(conf, group)
@@ -67,11 +65,12 @@ class PlacementClient:
                 conf, group, auth=auth)
             self._adapter = ks_loading.load_adapter_from_conf_options(
                 conf, group, session=session, auth=auth,
-                default_microversion=MICROVERSION, raise_exc=False)
+                raise_exc=False)
         except ks_exceptions.ClientException as exc:
             # NOTE: e.g. auth_type names no installed plugin.
             raise exception.ConfigInvalid(
                 error_msg='[placement]: %s' % exc)
+        self._microversion_for = microversion_for
         # Custom resource classes and traits known to exist (made or seen
         # by this client), so each is created once, not once per provider.
         self._known_names = set()
@@ -83,7 +82,7 @@ class PlacementClient:
         :raises: PlacementUnavailable, PlacementConflict,
             PlacementRequestFailed.
         """
-        kwargs = {}
+        kwargs = {'microversion': self._microversion_for(method, path)}
         if body is not None:
             kwargs['json'] = body
         resend = method in RESENT_ON_CONNECT_FAILURE

@@ -1,20 +1,15 @@
-"""Allocation processing: picking and reserving a node.
+"""Allocation processing: picking and reserving a node through the
+conductor's backend (``conductor/backends``), failing and deleting.
 
 Every write here is conditional on the allocation still being allocating
 and owned by this conductor (conductor_affinity), so a conductor presumed
 dead that comes back can never overwrite a take-over.
 """
 
-import random
-import time
-
 from oslo_log import log
-from oslo_utils import uuidutils
 
 from ironic_alloc.common import exception
 from ironic_alloc.common import states
-from ironic_alloc.conductor import placement_claims
-from ironic_alloc.conf import CONF
 from ironic_alloc.db import api as db_api
 from ironic_alloc.objects import allocation as allocation_obj
 
@@ -34,16 +29,15 @@ def criteria_of(allocation):
             'owner': allocation.owner}
 
 
-def do_allocate(context, allocation_id, conductor_id,
-                placement_client=None):
+def do_allocate(context, allocation_id, conductor_id, backend):
     """Find and reserve a node for an allocation, or set it to error.
 
-    :param placement_client: with [allocation]backend = placement, the
-        client through which nodes are claimed in Placement first.
+    :param backend: the conductor's allocation backend.
     :returns: the node id reserved, or None.
     """
-    # NOTE: the allocation and the first candidate search share one read
-    # transaction: a connection check-out and two round trips fewer.
+    # NOTE: the allocation and what the backend reads first (the database
+    # backend: the first candidates) share one read transaction: a
+    # connection check-out and two round trips fewer.
     with dbapi.reading():
         try:
             allocation = allocation_obj.Allocation.get_by_id(context,
@@ -54,37 +48,27 @@ def do_allocate(context, allocation_id, conductor_id,
                 or allocation.conductor_affinity != conductor_id):
             return None
         criteria = criteria_of(allocation)
-        first = (_first_candidates(allocation, criteria)
-                 if placement_client is None else None)
+        prefetched = backend.prefetch(allocation, criteria)
     try:
-        if first is not None:
-            node_id = _reserve_some_node(allocation, criteria, conductor_id,
-                                         *first)
-        else:
-            node_id = placement_claims.reserve_some_node(
-                context, placement_client, allocation, criteria,
-                conductor_id)
+        node_id = backend.reserve(context, allocation, criteria,
+                                  conductor_id, prefetched)
     except exception.AllocationLost:
         LOG.info('Allocation %s was deleted or taken over while being '
                  'processed', allocation.uuid)
         return None
-    except (exception.PlacementUnavailable,
-            exception.PlacementRequestFailed) as exc:
-        # NOTE: keystoneauth1's timeout and retries bound each request;
-        # the allocation fails instead of waiting for Placement.  A claim
-        # that may have been made is released now or by the periodic
-        # sync (the allocation is in error, so no longer holds it).
-        if _fail(allocation, conductor_id,
-                 'Placement could not be used: %s' % exc):
-            placement_claims.release_quietly(placement_client,
-                                             allocation.uuid)
+    except exception.AllocationBackendFailed as exc:
+        # NOTE: what the backend may hold for the allocation goes now, or
+        # with the backend's periodic work (the allocation is in error,
+        # so it no longer holds anything).
+        if _fail(allocation, conductor_id, str(exc)):
+            backend.release(allocation.uuid)
         return None
     if node_id is not None:
         LOG.info('Allocation %(alloc)s reserved node %(node)s',
                  {'alloc': allocation.uuid, 'node': node_id})
         return node_id
-    reason = 'No candidate node: %s.' % dbapi.explain_no_candidates(criteria)
-    _fail(allocation, conductor_id, reason)
+    _fail(allocation, conductor_id,
+          'No candidate node: %s.' % backend.explain(criteria))
     return None
 
 
@@ -100,55 +84,15 @@ def _fail(allocation, conductor_id, reason):
     return True
 
 
-def _search(criteria):
-    # NOTE: a random starting point spreads concurrent allocations over the
-    # candidate index so they rarely fight for one row.
-    return dbapi.get_allocation_candidates(
-        criteria, CONF.conductor.allocation_candidate_batch,
-        pivot=uuidutils.generate_uuid())
-
-
-def _first_candidates(allocation, criteria):
-    """:returns: (ids of the node named like the allocation, tried first;
-    the first batch of candidates, or None when a named node was found:
-    it is searched only if that node cannot be reserved)."""
-    named = []
-    if allocation.name:
-        named = dbapi.get_allocation_candidates(criteria, 1,
-                                                name=allocation.name)
-    return named, (None if named else _search(criteria))
-
-
-def _reserve_some_node(allocation, criteria, conductor_id, named, batch):
-    """:param named, batch: from _first_candidates().
-    :returns: the reserved node id or None when candidates ran out."""
-    for node_id in named:
-        if dbapi.reserve_node_for_allocation(allocation.id, conductor_id,
-                                             node_id, criteria):
-            return node_id
-    for attempt in range(CONF.conductor.allocation_attempts):
-        if batch is None:
-            batch = _search(criteria)
-        if not batch:
-            return None
-        for node_id in batch:
-            if dbapi.reserve_node_for_allocation(
-                    allocation.id, conductor_id, node_id, criteria):
-                return node_id
-        batch = None
-        # Every candidate was taken meanwhile (or locked): look again.
-        time.sleep(random.uniform(0.01, 0.05) * (attempt + 1))
-    return None
-
-
-def destroy(context, allocation_id, placement_client=None,
+def destroy(context, allocation_id, backend,
             node_states=DEALLOCATION_STATES):
-    """Delete an allocation, freeing its node, and release its Placement
-    claim when ``placement_client`` is given.
+    """Delete an allocation, freeing its node, then release what the
+    backend holds for it.
 
-    The claim is released after the row is gone: a release that fails
-    (Placement down) leaves a claim that no allocation holds, which the
-    periodic sync releases; the node is free in our database at once.
+    The backend releases after the row is gone: a release that fails (an
+    external service down) leaves state that no allocation holds, which
+    the backend's periodic work repairs; the node is free in our database
+    at once.
 
     :param node_states: provision states the node must be in unless it is
         in maintenance; None: any.
@@ -160,6 +104,5 @@ def destroy(context, allocation_id, placement_client=None,
         context, allocation_id, node_states=node_states)
     LOG.info('Allocation %(alloc)s deleted (node id %(node)s)',
              {'alloc': uuid, 'node': node_id})
-    if placement_client is not None:
-        placement_claims.release_quietly(placement_client, uuid)
+    backend.release(uuid)
     return node_id

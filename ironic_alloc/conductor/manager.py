@@ -6,11 +6,9 @@ import oslo_messaging as messaging
 from ironic_alloc.common import exception
 from ironic_alloc.conductor import allocations
 from ironic_alloc.conductor import nodes
-from ironic_alloc.conductor import placement_claims
 from ironic_alloc.conductor import provisioning
 from ironic_alloc.conductor import task
 from ironic_alloc.objects import allocation as allocation_obj
-from ironic_alloc.objects import node as node_obj
 
 LOG = log.getLogger(__name__)
 
@@ -20,16 +18,24 @@ _EXPECTED = (exception.IronicAllocException,)
 
 
 class ConductorManager:
-    """RPC endpoint; see rpcapi.ConductorAPI for the contract."""
+    """RPC endpoint; see rpcapi.ConductorAPI for the contract.
+
+    :param host: the conductor's hostname (its node locks carry it).
+    :param pool: the workers.WorkerPool running node actions.
+    :param allocation_worker: the workers.AllocationWorker.
+    :param backend: the allocation backend (conductor/backends).
+    """
 
     # NOTE: must equal rpcapi.RPC_API_VERSION.  Messages of every 1.x
     # version are accepted: arguments added since 1.0 have defaults.
     RPC_API_VERSION = '1.2'
     target = messaging.Target(version=RPC_API_VERSION)
 
-    def __init__(self, service):
-        self.service = service
-        self.host = service.host
+    def __init__(self, host, pool, allocation_worker, backend):
+        self.host = host
+        self.pool = pool
+        self.allocation_worker = allocation_worker
+        self.backend = backend
 
     @messaging.expected_exceptions(*_EXPECTED)
     def update_node(self, context, node_obj):
@@ -42,13 +48,13 @@ class ConductorManager:
                     and node.allocation_id):
                 # NOTE: removing the instance removes its allocation.
                 allocations.destroy(context, node.allocation_id,
-                                    self.service.placement_client)
+                                    self.backend)
                 node.refresh()
             node.update(changes)
             node.save()
         node.reservation = None
         node.obj_reset_changes(['reservation'])
-        self.service.sync_node_later(node.uuid)
+        self.backend.node_changed(node.uuid)
         return node
 
     @messaging.expected_exceptions(*_EXPECTED)
@@ -56,7 +62,7 @@ class ConductorManager:
         with task.node_lock(context, node_id, self.host) as lock:
             nodes.check_destroy(lock.node)
             # NOTE: a node deleted in maintenance takes its allocation
-            # along; its Placement claim goes after the rows.
+            # along; the backend releases it after the rows are gone.
             claimed_by = None
             if lock.node.allocation_id:
                 claimed_by = allocation_obj.Allocation.get_by_id(
@@ -64,26 +70,27 @@ class ConductorManager:
             lock.node.destroy()
             lock.handoff()  # the row is gone: nothing to release
         LOG.info('Node %s deleted', lock.node.uuid)
-        self._release_claim(claimed_by)
-        self.service.sync_node_later(lock.node.uuid)
+        if claimed_by is not None:
+            self.backend.release(claimed_by)
+        self.backend.node_changed(lock.node.uuid)
 
     @messaging.expected_exceptions(*_EXPECTED)
     def set_node_traits(self, context, node_id, traits):
         with task.node_lock(context, node_id, self.host) as lock:
             lock.node.set_traits(traits)
-        self.service.sync_node_later(lock.node.uuid)
+        self.backend.node_changed(lock.node.uuid)
 
     @messaging.expected_exceptions(*_EXPECTED)
     def add_node_trait(self, context, node_id, trait):
         with task.node_lock(context, node_id, self.host) as lock:
             lock.node.add_trait(trait)
-        self.service.sync_node_later(lock.node.uuid)
+        self.backend.node_changed(lock.node.uuid)
 
     @messaging.expected_exceptions(*_EXPECTED)
     def remove_node_trait(self, context, node_id, trait):
         with task.node_lock(context, node_id, self.host) as lock:
             lock.node.remove_trait(trait)
-        self.service.sync_node_later(lock.node.uuid)
+        self.backend.node_changed(lock.node.uuid)
 
     @messaging.expected_exceptions(*_EXPECTED)
     def do_provisioning_action(self, context, node_id, action,
@@ -98,14 +105,14 @@ class ConductorManager:
                               'target_provision_state': None,
                               'last_error': None})
                 lock.handoff()
-                self.service.sync_node_later(lock.node.uuid)
+                self.backend.node_changed(lock.node.uuid)
                 return
             rollback = {'provision_state': lock.node.provision_state,
                         'target_provision_state':
                             lock.node.target_provision_state}
             lock.node.update(provisioning.start_values(transition))
             lock.node.save()
-            self.service.spawn_with_lock(
+            self.pool.spawn_with_lock(
                 lock, rollback, self._finish_provisioning, context, lock,
                 action, transition)
 
@@ -118,7 +125,7 @@ class ConductorManager:
             lock.node.target_power_state = \
                 provisioning.power_target(new_state)
             lock.node.save()
-            self.service.spawn_with_lock(
+            self.pool.spawn_with_lock(
                 lock, {'target_power_state': None}, self._finish_power,
                 lock, new_state, timeout)
 
@@ -130,32 +137,17 @@ class ConductorManager:
         :returns: True when the work ended within ``wait``.
         """
         if not wait:
-            self.service.start_allocation(allocation_id)
+            self.allocation_worker.start(allocation_id)
             return False
-        return self.service.wait_for_allocation(allocation_id, wait)
+        return self.allocation_worker.wait(allocation_id, wait)
 
     @messaging.expected_exceptions(*_EXPECTED)
     def destroy_allocation(self, context, allocation_id):
-        node_id = allocations.destroy(context, allocation_id,
-                                      self.service.placement_client)
+        node_id = allocations.destroy(context, allocation_id, self.backend)
         if node_id is not None:
-            self._sync_node_id(context, node_id)
+            self.backend.node_id_changed(node_id)
 
-    # Placement ([allocation]backend = placement; no-ops otherwise)
-
-    def _release_claim(self, allocation_uuid):
-        if allocation_uuid and self.service.placement_client is not None:
-            placement_claims.release_quietly(self.service.placement_client,
-                                             allocation_uuid)
-
-    def _sync_node_id(self, context, node_id):
-        if self.service.placement_client is None:
-            return
-        for node_uuid in node_obj.Node.uuids_by_id(context,
-                                                   [node_id]).values():
-            self.service.sync_node_later(node_uuid)
-
-    # Workers (run on the service's pool, holding the node lock)
+    # Workers (run on the pool, holding the node lock)
 
     def _finish_provisioning(self, context, lock, action, transition):
         node = lock.node
@@ -170,8 +162,7 @@ class ConductorManager:
             if action == 'undeploy' and node.allocation_id:
                 # NOTE: tear-down ends the allocation (rebuild keeps it).
                 allocations.destroy(context, node.allocation_id,
-                                    self.service.placement_client,
-                                    node_states=None)
+                                    self.backend, node_states=None)
         except Exception as exc:
             LOG.exception('Node %(node)s: %(action)s failed',
                           {'node': node.uuid, 'action': action})
@@ -179,7 +170,7 @@ class ConductorManager:
                       'target_provision_state': None,
                       'last_error': '%s failed: %s' % (action, exc)}
         lock.release(values)
-        self.service.sync_node_later(node.uuid)
+        self.backend.node_changed(node.uuid)
         LOG.info('Node %(node)s: %(action)s finished in %(state)s',
                  {'node': node.uuid, 'action': action,
                   'state': values['provision_state']})
@@ -192,4 +183,4 @@ class ConductorManager:
             values = {'target_power_state': None,
                       'last_error': 'Power action failed: %s' % exc}
         lock.release(values)
-        self.service.sync_node_later(lock.node.uuid)
+        self.backend.node_changed(lock.node.uuid)

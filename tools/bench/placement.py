@@ -20,7 +20,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 
-from ironic_alloc.conductor import placement_sync
+from ironic_alloc.conductor.backends import placement_sync
 from tools.bench import checks as checks_mod
 from tools import placement_server
 

@@ -246,23 +246,6 @@ _NODE_LIST_FILTERS = ('provision_state', 'resource_class', 'maintenance',
                       'id_in')
 
 
-_NO_CANDIDATE_REASONS = {
-    'resource class': 'no node has resource class "%(resource_class)s"',
-    'availability': 'no node of resource class "%(resource_class)s" is '
-                    'available (provision state available, not in '
-                    'maintenance, with a power state, no instance and no '
-                    'allocation)',
-    'candidate nodes': 'none of the candidate nodes %(candidate_uuids)s is '
-                       'an available node of resource class '
-                       '"%(resource_class)s"',
-    'owner': 'no available node of resource class "%(resource_class)s" '
-             'is owned or leased by "%(owner)s"',
-    'traits': 'no available node of resource class "%(resource_class)s" '
-              'that passed the other constraints has all the traits '
-              '%(traits)s',
-}
-
-
 def _filter_nodes(query, filters):
     unknown = set(filters) - set(_NODE_LIST_FILTERS)
     if unknown:
@@ -710,12 +693,12 @@ class Connection(api.Connection):
         shape, params = stmts.candidate_shape(criteria)
         applied = []
         with _connection_for_read() as conn:
-            for name, group in stmts.candidate_groups(shape):
-                applied.extend(group)
+            for constraint in stmts.candidate_groups(shape):
+                applied.extend(constraint.clauses)
                 found = conn.execute(sa.select(stmts.NODES.c.id).where(
                     *applied).limit(1), params).first()
                 if found is None:
-                    return _NO_CANDIDATE_REASONS[name] % criteria
+                    return constraint.reason % criteria
         return ('all matching nodes were reserved by concurrent '
                 'allocations or locked by other operations')
 

@@ -5,6 +5,8 @@ from oslo_db.sqlalchemy import types as db_types
 import sqlalchemy as sa
 from sqlalchemy import orm
 
+from ironic_alloc.common import picking
+
 
 def table_args():
     return {'mysql_engine': 'InnoDB', 'mysql_charset': 'utf8mb4'}
@@ -42,10 +44,11 @@ class Conductor(Base):
     heartbeat_at = sa.Column(sa.DateTime, nullable=True)
 
 
-# Nodes that no allocation or instance holds (see nodes_free_candidate_idx);
-# the candidate search repeats these conditions, so PostgreSQL can use it.
-FREE_NODE_PREDICATE = ("provision_state = 'available' AND "
-                       "allocation_id IS NULL AND instance_uuid IS NULL")
+# Nodes that no allocation or instance holds (see nodes_free_candidate_idx):
+# conditions of the picking rule, so every candidate search implies the
+# predicate and PostgreSQL can use the index.
+FREE_NODE_PREDICATE = picking.sql_text(('provision_state', 'allocation_id',
+                                        'instance_uuid'))
 
 
 class Node(Base):

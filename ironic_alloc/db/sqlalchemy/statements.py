@@ -7,13 +7,17 @@ expression building and the ORM's loading on every call: reading one
 allocation on PostgreSQL took 0.73 ms of CPU through the ORM and 0.33 ms
 this way.  The engine caches their compiled forms.
 
-The rules of the candidate search live here, in one place: which nodes may
-be picked (``candidate_groups``) is used by the search, by the reservation's
-guard and by the explanation of an empty search.
+The constraints of the candidate search live here, in one place
+(``candidate_groups``): the search, the reservation's guard and the
+explanation of an empty search use them.  Their availability part is the
+picking rule of ``common/picking.py``, turned into SQL.
 """
+
+import collections
 
 import sqlalchemy as sa
 
+from ironic_alloc.common import picking
 from ironic_alloc.common import states
 from ironic_alloc.db.sqlalchemy import models
 
@@ -123,43 +127,75 @@ def candidate_shape(criteria):
     return (bool(candidates), bool(owner), len(traits)), params
 
 
-def candidate_groups(shape):
-    """WHERE clauses that make a node a candidate, by constraint, in the
-    order an empty search is explained; parameters from candidate_shape().
+# One constraint of the candidate search: a name, its WHERE clauses and
+# the sentence (formatted with the criteria) that explains why no node
+# passed it and the constraints before it.
+Constraint = collections.namedtuple('Constraint', 'name clauses reason')
 
-    :returns: list of (constraint name, [clauses]).
+# The lock guard of every reservation: a conductor holding the node's lock
+# is changing it, so nothing else may bind it meanwhile.
+NODE_UNLOCKED = NODES.c.reservation.is_(None)
+
+
+def _rule_clause(condition):
+    column = NODES.c[condition.field]
+    if condition.test == picking.EQUALS:
+        return column == condition.value
+    if condition.test == picking.IS:
+        return column.is_(condition.value)
+    return column.isnot(condition.value)
+
+
+# The picking rule (common/picking.py) as SQL.
+PICKABLE_CLAUSES = [_rule_clause(c) for c in picking.PICKABLE]
+
+
+def candidate_groups(shape):
+    """The constraints that make a node a candidate, in the order an empty
+    search is explained; parameters from candidate_shape().
+
+    :returns: list of Constraint.
     """
     with_candidates, with_owner, trait_count = shape
     n = NODES.c
     groups = [
-        ('resource class', [n.resource_class == _bind('c_resource_class',
-                                                      n.resource_class)]),
-        ('availability', [n.provision_state == states.AVAILABLE,
-                          n.maintenance.is_(False),
-                          n.power_state.isnot(None),
-                          n.instance_uuid.is_(None),
-                          n.allocation_id.is_(None)]),
+        Constraint('resource class',
+                   [n.resource_class == _bind('c_resource_class',
+                                              n.resource_class)],
+                   'no node has resource class "%(resource_class)s"'),
+        Constraint('availability', PICKABLE_CLAUSES,
+                   'no node of resource class "%(resource_class)s" is '
+                   'available (' + picking.describe().replace('%', '%%')
+                   + ')'),
     ]
     if with_candidates:
-        groups.append(('candidate nodes', [n.uuid.in_(
-            sa.bindparam('c_candidates', expanding=True))]))
+        groups.append(Constraint(
+            'candidate nodes',
+            [n.uuid.in_(sa.bindparam('c_candidates', expanding=True))],
+            'none of the candidate nodes %(candidate_uuids)s is an '
+            'available node of resource class "%(resource_class)s"'))
     if with_owner:
         owner = _bind('c_owner', n.owner)
-        groups.append(('owner', [sa.or_(n.owner == owner,
-                                        n.lessee == owner)]))
+        groups.append(Constraint(
+            'owner', [sa.or_(n.owner == owner, n.lessee == owner)],
+            'no available node of resource class "%(resource_class)s" is '
+            'owned or leased by "%(owner)s"'))
     if trait_count:
-        groups.append(('traits', [
+        groups.append(Constraint('traits', [
             sa.exists().where(NODE_TRAITS.c.node_id == n.id,
                               NODE_TRAITS.c.trait == _bind(
                                   'c_trait_%d' % index,
                                   NODE_TRAITS.c.trait))
-            for index in range(trait_count)]))
+            for index in range(trait_count)],
+            'no available node of resource class "%(resource_class)s" '
+            'that passed the other constraints has all the traits '
+            '%(traits)s'))
     return groups
 
 
 def _candidate_clauses(shape):
-    return [clause for _name, group in candidate_groups(shape)
-            for clause in group]
+    return [clause for constraint in candidate_groups(shape)
+            for clause in constraint.clauses]
 
 
 # NOTE: a few statements per shape, so this stays small: shapes differ by
@@ -212,7 +248,7 @@ def reserve_node(shape):
     def build(s):
         return NODES.update().where(
             NODES.c.id == _bind('node_id', NODES.c.id),
-            NODES.c.reservation.is_(None),
+            NODE_UNLOCKED,
             *_candidate_clauses(s),
         ).values(
             allocation_id=_bind('allocation_id', NODES.c.allocation_id),

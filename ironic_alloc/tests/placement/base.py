@@ -15,7 +15,7 @@ import fixtures
 from keystoneauth1 import loading as ks_loading
 from testtools import content
 
-from ironic_alloc.common import placement
+from ironic_alloc.conductor.backends import placement as placement_backend
 from ironic_alloc.conf import CONF
 from ironic_alloc.conf import placement as placement_conf
 from ironic_alloc.tests import base as ia_base
@@ -108,7 +108,7 @@ class PlacementTestCase(ia_base.DbTestCase):
 
     @staticmethod
     def make_client(server, **overrides):
-        return placement.PlacementClient(server.client_conf(**overrides))
+        return placement_backend.new_client(server.client_conf(**overrides))
 
     @staticmethod
     def _empty_placement(client):

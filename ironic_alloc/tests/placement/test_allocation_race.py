@@ -15,7 +15,7 @@ from ironic_alloc.api import app as api_app
 from ironic_alloc.api import hooks
 from ironic_alloc.common import states
 from ironic_alloc.common import wsgi_server
-from ironic_alloc.conductor import placement_sync
+from ironic_alloc.conductor.backends import placement_sync
 from ironic_alloc.tests.functional.conductor import utils
 from ironic_alloc.tests.functional import fixtures as ia_fixtures
 from ironic_alloc.tests.placement import base
@@ -135,10 +135,10 @@ class TestPlacementAllocationRace(base.PlacementTestCase):
             self.context, self.pg_client).ok)
 
         lost = _CountingHandler('could not reserve it')
-        logging.getLogger('ironic_alloc.conductor.placement_claims'
+        logging.getLogger('ironic_alloc.conductor.backends.placement_claims'
                           ).addHandler(lost)
         self.addCleanup(logging.getLogger(
-            'ironic_alloc.conductor.placement_claims').removeHandler, lost)
+            'ironic_alloc.conductor.backends.placement_claims').removeHandler, lost)
         uuids = self._post_all()
         conn = http.client.HTTPConnection('127.0.0.1', self.api.port,
                                           timeout=WAIT)

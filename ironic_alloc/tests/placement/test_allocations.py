@@ -9,11 +9,11 @@ import time
 from oslo_utils import uuidutils
 
 from ironic_alloc.common import exception
-from ironic_alloc.common import placement
 from ironic_alloc.common import states
 from ironic_alloc.conductor import allocations
-from ironic_alloc.conductor import placement_claims
-from ironic_alloc.conductor import placement_sync
+from ironic_alloc.conductor.backends import placement as placement_backend
+from ironic_alloc.conductor.backends import placement_claims
+from ironic_alloc.conductor.backends import placement_sync
 from ironic_alloc.db import api as db_api
 from ironic_alloc.objects import allocation as allocation_obj
 from ironic_alloc.objects import conductor as conductor_obj
@@ -318,8 +318,8 @@ class TestRelease(PlacementAllocationTestCase):
 
     def test_release_during_outage_finished_by_periodic_pass(self):
         node, allocation = self._active()
-        working = self.service.placement_client
-        self.service.placement_client = placement.PlacementClient(
+        working = self.service.backend.client
+        self.service.backend.client = placement_backend.new_client(
             self.placement.client_conf(endpoint=unused_url()))
         self.rpcapi.destroy_allocation(self.context, allocation.id,
                                        self.conductor.host)
@@ -327,8 +327,8 @@ class TestRelease(PlacementAllocationTestCase):
         # Our database freed the node at once; the claim is left over.
         self.assertIsNone(node.allocation_id)
         self.assertEqual({node.uuid}, self.claims(allocation.uuid))
-        self.service.placement_client = working
-        report = self.service.sync_placement()
+        self.service.backend.client = working
+        report = self.service.backend.sync_all()
         self.assertTrue(report.ok, report)
         self.assertEqual(set(), self.consumers(node.uuid))
         self.assertEqual({'CUSTOM_GOLD': 0}, self.reserved(node.uuid))
@@ -343,7 +343,7 @@ class TestRelease(PlacementAllocationTestCase):
         maintained.maintenance = True
         maintained.save()
         gone.destroy()
-        self.assertTrue(self.service.sync_placement().ok)
+        self.assertTrue(self.service.backend.sync_all().ok)
         self.assertEqual(['CUSTOM_B'], self.provider(traited.uuid)['traits'])
         self.assertEqual({'CUSTOM_GOLD': 1}, self.reserved(maintained.uuid))
         self.assertIsNone(self.provider(gone.uuid))
@@ -449,7 +449,7 @@ class TestOutage(PlacementAllocationTestCase):
     def setUp(self):
         super().setUp()
         # NOTE: a Placement that is down: nothing listens on the port.
-        self.service.placement_client = placement.PlacementClient(
+        self.service.backend.client = placement_backend.new_client(
             self.placement.client_conf(endpoint=unused_url()))
 
     def test_allocation_fails_with_clear_error(self):

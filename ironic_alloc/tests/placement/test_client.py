@@ -7,6 +7,8 @@ import threading
 
 from ironic_alloc.common import exception
 from ironic_alloc.common import placement
+from ironic_alloc.conductor.backends import placement as placement_backend
+from ironic_alloc.conductor.backends import placement_microversions
 from ironic_alloc.tests.clients import fixtures as client_fixtures
 from ironic_alloc.tests.placement import base
 
@@ -16,10 +18,21 @@ class TestPlacementClient(base.PlacementTestCase):
     def _provider(self, name):
         return self.client.post('/resource_providers', {'name': name})
 
-    def test_every_request_asks_for_the_pinned_microversion(self):
-        response = self.client.request('GET', '/resource_providers')
-        self.assertEqual('placement %s' % placement.MICROVERSION,
-                         response.headers['OpenStack-API-Version'])
+    def test_every_request_asks_for_its_microversion(self):
+        # The backend's table gives each call its own version, and
+        # Placement answers with the version it was asked for.
+        for method, path in (('GET', '/resource_providers'),
+                             ('GET', '/resource_classes/CUSTOM_NOT_THERE'),
+                             ('GET', '/traits/CUSTOM_NOT_THERE')):
+            response = self.client.request(method, path,
+                                           expected=(200, 404))
+            self.assertEqual(
+                'placement %s' % placement_microversions.microversion_for(
+                    method, path),
+                response.headers['OpenStack-API-Version'])
+
+    def test_a_call_without_a_microversion_is_not_sent(self):
+        self.assertRaises(ValueError, self.client.get, '/usages')
 
     def test_missing_resource(self):
         self.assertIsNone(self.client.get(
@@ -201,4 +214,4 @@ class TestUnreachablePlacement(base.PlacementTestCase):
         conf = self.placement.client_conf()
         conf.set_override('auth_type', 'no-such-plugin', group='placement')
         self.assertRaises(exception.ConfigInvalid,
-                          placement.PlacementClient, conf)
+                          placement_backend.new_client, conf)

@@ -4,7 +4,7 @@ ends with Placement matching the nodes."""
 
 import threading
 
-from ironic_alloc.conductor import placement_sync
+from ironic_alloc.conductor.backends import placement_sync
 from ironic_alloc.tests.functional.conductor import utils
 from ironic_alloc.tests.placement import base
 

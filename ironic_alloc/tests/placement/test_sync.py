@@ -6,7 +6,7 @@ from oslo_utils import uuidutils
 
 from ironic_alloc.common import exception
 from ironic_alloc.common import states
-from ironic_alloc.conductor import placement_sync
+from ironic_alloc.conductor.backends import placement_sync
 from ironic_alloc.objects import node as node_obj
 from ironic_alloc.tests.clients import fixtures as client_fixtures
 from ironic_alloc.tests.functional.conductor import utils

@@ -3,8 +3,9 @@ names, which nodes are held back, and collisions."""
 
 from oslo_utils import uuidutils
 
+from ironic_alloc.common import picking
 from ironic_alloc.common import states
-from ironic_alloc.conductor import placement_sync
+from ironic_alloc.conductor.backends import placement_sync
 from ironic_alloc.objects import node as node_obj
 from ironic_alloc.tests import base
 
@@ -13,7 +14,8 @@ def _node(**kw):
     values = dict(uuid=uuidutils.generate_uuid(), resource_class='gold',
                   provision_state=states.AVAILABLE,
                   power_state=states.POWER_OFF, maintenance=False,
-                  retired=False, instance_uuid=None, allocation_id=None)
+                  retired=False, instance_uuid=None, allocation_id=None,
+                  name=None, traits=[])
     values.update(kw)
     return node_obj.Node(**values)
 
@@ -37,21 +39,36 @@ class TestResourceClassName(base.TestCase):
             self.assertIsNone(placement_sync.placement_resource_class(name))
 
 
-class TestMustNotBePicked(base.TestCase):
+class TestPickingRule(base.TestCase):
+    """The Python view of common/picking.py that the Placement sync uses
+    (functional test_picking_rule compares it with the SQL)."""
 
     def test_available_node_may_be_picked(self):
-        self.assertFalse(placement_sync.must_not_be_picked(_node()))
+        self.assertTrue(picking.may_be_picked(_node()))
+        self.assertEqual(0, placement_sync.wanted_state(_node(),
+                                                        False).reserved)
 
     def test_held_back(self):
         for change in [{'provision_state': states.MANAGEABLE},
                        {'provision_state': states.ACTIVE},
+                       {'provision_state': None},
                        {'maintenance': True},
                        {'retired': True},
                        {'power_state': None},
                        {'instance_uuid': uuidutils.generate_uuid()},
                        {'allocation_id': 7}]:
-            self.assertTrue(placement_sync.must_not_be_picked(
-                _node(**change)), change)
+            self.assertFalse(picking.may_be_picked(_node(**change)), change)
+            self.assertEqual(1, placement_sync.wanted_state(
+                _node(**change), False).reserved, change)
+
+    def test_a_node_lock_is_not_part_of_the_rule(self):
+        self.assertTrue(picking.may_be_picked(_node(reservation='host-1')))
+
+    def test_free_node_index_predicate(self):
+        self.assertEqual("provision_state = 'available' AND allocation_id "
+                         "IS NULL AND instance_uuid IS NULL",
+                         picking.sql_text(('instance_uuid', 'allocation_id',
+                                           'provision_state')))
 
 
 class TestCollisions(base.TestCase):

@@ -134,12 +134,15 @@ LAYERING_RULES = [
      lambda i: any(_within(i, p) for p in (
          'ironic_alloc.api', 'ironic_alloc.conductor',
          'ironic_alloc.objects'))),
-    # NOTE: states is constants only, so it is as safe as exception.
-    ('db/ imports only common.exception and common.states from common',
+    # NOTE: states and picking are constants and pure functions, so they
+    # are as safe as exception.
+    ('db/ imports only common.exception, common.states and '
+     'common.picking from common',
      lambda m: _within(m, 'ironic_alloc.db'),
      lambda i: (_within(i, 'ironic_alloc.common')
                 and i not in ('ironic_alloc.common',
                               'ironic_alloc.common.exception',
+                              'ironic_alloc.common.picking',
                               'ironic_alloc.common.states'))),
     ('common/ must not import api, conductor or objects',
      lambda m: _within(m, 'ironic_alloc.common'),

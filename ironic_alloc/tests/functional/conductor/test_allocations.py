@@ -16,6 +16,7 @@ import sqlalchemy as sa
 from ironic_alloc.common import exception
 from ironic_alloc.common import states
 from ironic_alloc.conductor import allocations
+from ironic_alloc.conductor.backends import database as database_backend
 from ironic_alloc.db import api as db_api
 from ironic_alloc.db.sqlalchemy import api as sqla_api
 from ironic_alloc.db.sqlalchemy import models
@@ -111,8 +112,9 @@ class TestNodePicking(AllocationTestCase):
 
         sa.event.listen(engine, 'checkout', count)
         try:
-            node_id = allocations.do_allocate(self.context, allocation.id,
-                                              owner)
+            node_id = allocations.do_allocate(
+                self.context, allocation.id, owner,
+                database_backend.DatabaseBackend())
         finally:
             sa.event.remove(engine, 'checkout', count)
         return node_id, len(checkouts)
@@ -405,7 +407,7 @@ class TestHandBack(AllocationTestCase):
         # the work itself before stopping.
         for _ in range(500):
             if any(w.runs for w in
-                   leaving.service._periodic_worker.iter_watchers()):
+                   leaving.service.periodic_tasks.watchers()):
                 break
             time.sleep(0.01)
         ids = [utils.make_allocation(self.context, leaving_id).id

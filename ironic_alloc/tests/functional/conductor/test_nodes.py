@@ -83,7 +83,7 @@ class ConductorNodeTestCase(base.DbTestCase):
     def test_dead_holder_lock_released(self):
         node = make_node(self.context, provision_state=states.DEPLOYING)
         node_obj.Node.reserve(self.context, 'dead-host', node.id)
-        self.conductor.service._release_dead_locks()
+        self.conductor.service.takeover.release_dead_locks()
         node.refresh()
         self.assertIsNone(node.reservation)
         self.assertEqual(states.DEPLOYFAIL, node.provision_state)

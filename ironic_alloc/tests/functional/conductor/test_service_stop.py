@@ -35,8 +35,8 @@ class TestGracefulStop(base.DbTestCase):
             release.wait(WAIT)
             finished.append(release.is_set())
 
-        # NOTE: _submit is what node actions and allocations go through.
-        service._submit(work)
+        # NOTE: the pool runs node actions and allocations.
+        service.pool.submit(work)
         self.assertTrue(started.wait(WAIT))
         stopping = self._stop_in_thread(service)
         # The stop waits for the work (0 = no time limit) ...
@@ -58,12 +58,12 @@ class TestGracefulStop(base.DbTestCase):
             started.set()
             release.wait(WAIT)
 
-        service._submit(work)
+        service.pool.submit(work)
         self.assertTrue(started.wait(WAIT))
         self._stop_in_thread(service)
         # Stopped although the work never ended, and marked offline.
         self.assertTrue(service.stopped.wait(WAIT))
         self.assertFalse(release.is_set())
-        row = conductor_obj.Conductor.get_by_hostname(service.context,
+        row = conductor_obj.Conductor.get_by_hostname(self.context,
                                                       'stopping-host')
         self.assertFalse(row.online)

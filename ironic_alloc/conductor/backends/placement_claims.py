@@ -24,7 +24,7 @@ from oslo_utils import uuidutils
 from ironic_alloc.common import exception
 from ironic_alloc.common import placement
 from ironic_alloc.common import states
-from ironic_alloc.conductor import placement_sync
+from ironic_alloc.conductor.backends import placement_sync
 from ironic_alloc.conf import CONF
 from ironic_alloc.db import api as db_api
 from ironic_alloc.objects import allocation as allocation_obj

@@ -4,9 +4,9 @@ Each node is one resource provider with the node's uuid, named after the
 node (its uuid when it has no name or the name is taken in Placement),
 member of one aggregate that marks the providers ironic_alloc manages,
 holding one unit of the node's resource class as a custom class, and the
-node's traits.  A node that must not be picked keeps its inventory with
-``reserved`` = 1, so a claim that exists stays valid and Placement never
-offers the node.
+node's traits.  A node that the picking rule (``common/picking.py``) does
+not let be picked keeps its inventory with ``reserved`` = 1, so a claim
+that exists stays valid and Placement never offers the node.
 
 ``sync_all`` brings every provider in line with the database and removes
 the managed providers whose node is gone; ``sync_node`` does one node.
@@ -27,8 +27,8 @@ import uuid
 from oslo_log import log
 
 from ironic_alloc.common import exception
+from ironic_alloc.common import picking
 from ironic_alloc.common import placement
-from ironic_alloc.common import states
 from ironic_alloc.objects import node as node_obj
 
 LOG = log.getLogger(__name__)
@@ -51,16 +51,6 @@ def placement_resource_class(name):
     if not name:
         return None
     return 'CUSTOM_' + re.sub('[^A-Z0-9]', '_', name.upper())
-
-
-def must_not_be_picked(node):
-    """True when the node may not be given to a new allocation."""
-    return bool(node.provision_state != states.AVAILABLE
-                or node.maintenance
-                or node.retired
-                or node.power_state is None
-                or node.instance_uuid
-                or node.allocation_id)
 
 
 def collisions(nodes):
@@ -108,7 +98,7 @@ def wanted_state(node, colliding):
                   resource_class=(None if colliding else
                                   placement_resource_class(
                                       node.resource_class)),
-                  reserved=int(must_not_be_picked(node)),
+                  reserved=int(not picking.may_be_picked(node)),
                   traits=tuple(sorted(node.traits or [])))
 
 

@@ -1,0 +1,85 @@
+"""The interface every allocation backend implements."""
+
+import abc
+
+from ironic_alloc.db import api as db_api
+
+
+class AllocationBackend(metaclass=abc.ABCMeta):
+    """Where allocations find and claim their nodes.
+
+    One instance per conductor process, made by ``backends.load()`` from
+    ``[allocation]backend``; callers use it without asking which one it
+    is.  Whatever the backend, the database stays the truth of who holds
+    a node: a reservation is always the guarded UPDATE of the database
+    API, and a backend only adds its own bookkeeping around it.
+    """
+
+    name = None
+
+    def __init__(self):
+        self.dbapi = db_api.get_instance()
+
+    # Life cycle of the background work
+
+    def start(self):
+        """Start background work (called once, before any other call)."""
+
+    def stop(self, graceful=True):
+        """Stop background work; with ``graceful`` let queued work end."""
+
+    def periodic_tasks(self, reloading=False):
+        """The backend's periodic work.
+
+        :param reloading: the tasks are restarted for new intervals, not
+            started with the conductor.
+        :returns: list of (spacing in seconds, callable, run at once).
+        """
+        return []
+
+    def periodic_spacings(self):
+        """The configured intervals of periodic_tasks() (a changed value
+        restarts the periodic tasks on reload)."""
+        return ()
+
+    # Allocations
+
+    def prefetch(self, allocation, criteria):
+        """Read what reserve() needs first, inside the read transaction of
+        the allocation (one connection check-out for both).
+
+        :returns: an opaque value for reserve(), or None.
+        """
+        return None
+
+    @abc.abstractmethod
+    def reserve(self, context, allocation, criteria, conductor_id,
+                prefetched):
+        """Pick a node for ``allocation`` and reserve it.
+
+        :param criteria: from allocations.criteria_of().
+        :param prefetched: what prefetch() returned.
+        :returns: the id of the reserved node, or None when no candidate
+            could be had.
+        :raises: AllocationLost when the allocation was deleted or taken
+            over meanwhile; AllocationBackendFailed when the backend
+            could not be used.
+        """
+
+    def release(self, allocation_uuid):
+        """Release what the backend holds for an allocation that is gone
+        or failed.  Never raises: a release that fails is repaired by the
+        backend's periodic work."""
+
+    def explain(self, criteria):
+        """Why no node could be picked, in one sentence for last_error."""
+        return self.dbapi.explain_no_candidates(criteria)
+
+    # Keeping external state in step
+
+    def node_changed(self, node_uuid):
+        """A node changed (or was deleted): bring any state kept outside
+        the database in line, soon and best effort."""
+
+    def node_id_changed(self, node_id):
+        """node_changed() for a node known by its id."""

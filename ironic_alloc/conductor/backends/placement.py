@@ -1,0 +1,145 @@
+"""The Placement backend: nodes are mirrored as resource providers in
+OpenStack Placement and claimed there, then reserved in the database like
+with the database backend (``placement_claims``, ``placement_sync``)."""
+
+import threading
+
+import futurist
+from oslo_log import log
+
+from ironic_alloc.common import context as ia_context
+from ironic_alloc.common import exception
+from ironic_alloc.common import placement
+from ironic_alloc.conductor.backends import base
+from ironic_alloc.conductor.backends import placement_claims
+from ironic_alloc.conductor.backends import placement_microversions
+from ironic_alloc.conductor.backends import placement_sync
+from ironic_alloc.conf import allocation as allocation_conf
+from ironic_alloc.conf import CONF
+from ironic_alloc.objects import node as node_obj
+
+LOG = log.getLogger(__name__)
+
+
+def new_client(conf=CONF):
+    """A Placement client asking for this backend's microversions."""
+    return placement.PlacementClient(
+        placement_microversions.microversion_for, conf)
+
+
+class PlacementBackend(base.AllocationBackend):
+
+    name = allocation_conf.PLACEMENT
+
+    def __init__(self, client=None):
+        super().__init__()
+        self.context = ia_context.get_admin_context()
+        self.client = client or new_client()
+        self.synced_providers = placement_sync.SyncedProviders()
+        # NOTE: one thread mirrors changed nodes to Placement after the
+        # change, off the RPC and worker threads.
+        self._sync_pool = None
+        self._sync_queued = set()
+        self._sync_lock = threading.Lock()
+
+    def start(self):
+        self._sync_pool = futurist.ThreadPoolExecutor(max_workers=1)
+
+    def stop(self, graceful=True):
+        if self._sync_pool is not None:
+            self._sync_pool.shutdown(wait=graceful)
+
+    def periodic_tasks(self, reloading=False):
+        if not CONF.placement.sync_interval:
+            return []
+        # NOTE: at once at the start: nodes enrolled while no conductor
+        # ran (or before the backend was switched) reach Placement only
+        # through this pass.
+        return [(CONF.placement.sync_interval, self.sync_all,
+                 not reloading)]
+
+    def periodic_spacings(self):
+        return (CONF.placement.sync_interval,)
+
+    # Allocations
+
+    def reserve(self, context, allocation, criteria, conductor_id,
+                prefetched):
+        try:
+            return placement_claims.reserve_some_node(
+                context, self.client, allocation, criteria, conductor_id)
+        except (exception.PlacementUnavailable,
+                exception.PlacementRequestFailed) as exc:
+            # NOTE: keystoneauth1's timeout and retries bound each
+            # request; the allocation fails instead of waiting for
+            # Placement.  A claim that may have been made is released by
+            # the caller (release()) or by the periodic sync.
+            raise exception.AllocationBackendFailed(
+                reason='Placement could not be used: %s' % exc)
+
+    def release(self, allocation_uuid):
+        placement_claims.release_quietly(self.client, allocation_uuid)
+
+    # Keeping Placement in step
+
+    def sync_all(self):
+        """The full pass: release the claims no allocation holds, then
+        bring every provider in line with its node (and delete those of
+        deleted nodes, now unclaimed).
+
+        :returns: placement_sync.SyncReport.
+        """
+        # NOTE: one listing of the managed providers for both halves: with
+        # a large fleet it is the biggest answer Placement gives.
+        managed = placement_sync.managed_providers(self.client)
+        released = placement_claims.release_stale_claims(
+            self.context, self.client, managed)
+        if released:
+            LOG.info('Released %d stale Placement claims', released)
+        return placement_sync.sync_all(
+            self.context, self.client, self.synced_providers,
+            concurrency=CONF.placement.sync_concurrency, managed=managed)
+
+    def node_changed(self, node_uuid):
+        """Mirror one node to Placement soon (the full pass repairs a
+        failure)."""
+        with self._sync_lock:
+            if node_uuid in self._sync_queued:
+                return
+            self._sync_queued.add(node_uuid)
+        if not self._submit(self._sync_node, node_uuid):
+            with self._sync_lock:
+                self._sync_queued.discard(node_uuid)
+
+    def node_id_changed(self, node_id):
+        # NOTE: the uuid is read on the sync thread, not the caller's.
+        self._submit(self._sync_node_id, node_id)
+
+    def _submit(self, func, *args):
+        try:
+            self._sync_pool.submit(func, *args)
+            return True
+        except RuntimeError:
+            # NOTE: stopping: the next full pass of a conductor syncs it.
+            return False
+
+    def _sync_node_id(self, node_id):
+        try:
+            uuids = node_obj.Node.uuids_by_id(self.context, [node_id])
+        except Exception:
+            LOG.exception('Reading node %s failed', node_id)
+            return
+        for node_uuid in uuids.values():
+            self.node_changed(node_uuid)
+
+    def _sync_node(self, node_uuid):
+        # NOTE: dequeued before the node is read, so a change made while
+        # this sync runs queues another one.
+        with self._sync_lock:
+            self._sync_queued.discard(node_uuid)
+        try:
+            placement_sync.sync_node(self.context, self.client, node_uuid,
+                                     self.synced_providers)
+        except Exception:
+            LOG.exception('Synchronising node %s to Placement failed; the '
+                          'next full pass retries', node_uuid)

@@ -1,0 +1,110 @@
+"""Re-drive, take-over and hand-back: no allocation and no node lock stays
+with a conductor that does not work on it.
+
+The database is the source of truth: an RPC cast only wakes a conductor
+up earlier.  Each conductor re-drives its own ``allocating`` rows, takes
+over the rows of conductors whose heartbeat is too old (a guarded UPDATE
+of ``conductor_affinity``: one winner), hands its rows to a live peer
+when it stops, and releases the node locks of dead conductors.
+"""
+
+import random
+
+from oslo_log import log
+
+from ironic_alloc.common import context as ia_context
+from ironic_alloc.common import states
+from ironic_alloc.conductor import rpcapi
+from ironic_alloc.conf import CONF
+from ironic_alloc.db import api as db_api
+from ironic_alloc.objects import node as node_obj
+
+LOG = log.getLogger(__name__)
+
+
+class TakeOver:
+
+    def __init__(self, registration, allocation_worker):
+        self.context = ia_context.get_admin_context()
+        self.dbapi = db_api.get_instance()
+        self._registration = registration
+        self._worker = allocation_worker
+
+    def release_own_locks(self):
+        """Release the node locks this host held before a restart: they
+        belong to threads that no longer exist; their actions fail."""
+        released = node_obj.Node.release_dead_reservations(
+            CONF.conductor.heartbeat_timeout, states.ABANDONED_TO,
+            hostname=self._registration.host)
+        for uuid, _host, state in released:
+            LOG.warning('Released the lock of node %(node)s left by a '
+                        'previous run of this host (state %(state)s)',
+                        {'node': uuid, 'state': state})
+
+    def redrive(self):
+        """Restart work on this conductor's allocating rows."""
+        for allocation_id in self.dbapi.get_allocating_ids(
+                self._registration.id):
+            self._worker.start(allocation_id)
+
+    def take_over(self):
+        """Take the allocating rows of dead conductors, then purge old
+        allocations in error."""
+        me = self._registration.id
+        alive_ids = [c.id for c in self._registration.alive_conductors()]
+        if me not in alive_ids:
+            # NOTE: our own heartbeat is late: we may be the dead one.
+            return
+        for allocation_id, owner in self.dbapi.get_orphan_allocations(
+                alive_ids):
+            if self.dbapi.take_over_allocation(allocation_id, owner, me):
+                LOG.info('Took over allocation %(id)s from dead conductor '
+                         '%(owner)s', {'id': allocation_id, 'owner': owner})
+                self._worker.start(allocation_id)
+        if CONF.conductor.error_allocation_max_age:
+            purged = self.dbapi.purge_error_allocations(
+                CONF.conductor.error_allocation_max_age)
+            if purged:
+                LOG.info('Purged %d old allocations in state error', purged)
+
+    def hand_back(self):
+        """Give unfinished allocations to a live peer at once, instead of
+        leaving them until our heartbeat times out."""
+        me = self._registration.id
+        try:
+            left = self.dbapi.get_allocating_ids(me)
+            if not left:
+                return
+            peers = [c for c in self._registration.alive_conductors()
+                     if c.id != me]
+            if not peers:
+                LOG.warning('%d allocations stay with this stopped '
+                            'conductor: no live peer to hand them to; they '
+                            'resume when it restarts or a peer takes them '
+                            'over', len(left))
+                return
+            client = rpcapi.ConductorAPI()
+            for allocation_id in left:
+                peer = random.choice(peers)
+                if self.dbapi.take_over_allocation(allocation_id, me,
+                                                   peer.id):
+                    client.create_allocation(self.context, allocation_id,
+                                             peer.hostname)
+            LOG.info('Handed %d unfinished allocations to live peers',
+                     len(left))
+        except Exception:
+            LOG.exception('Handing back allocations failed; peers take '
+                          'them over after the heartbeat timeout')
+
+    def release_dead_locks(self):
+        """Release the node locks held by dead conductors."""
+        try:
+            released = node_obj.Node.release_dead_reservations(
+                CONF.conductor.heartbeat_timeout, states.ABANDONED_TO)
+        except Exception:
+            LOG.exception('Releasing locks of dead conductors failed')
+            return
+        for uuid, host, state in released:
+            LOG.warning('Released the lock of node %(node)s held by dead '
+                        'conductor %(host)s (state %(state)s)',
+                        {'node': uuid, 'host': host, 'state': state})

@@ -1,0 +1,164 @@
+"""The conductor's worker pool, and the allocation worker with its
+in-flight bookkeeping."""
+
+import functools
+import threading
+
+import futurist
+from futurist import rejection
+from futurist import waiters
+from oslo_log import log
+
+from ironic_alloc.common import context as ia_context
+from ironic_alloc.common import exception
+from ironic_alloc.conductor import allocations
+from ironic_alloc.conf import CONF
+
+LOG = log.getLogger(__name__)
+
+
+class WorkerPool:
+    """A bounded pool of threads for node actions and allocations; a
+    graceful stop waits for what it runs."""
+
+    def __init__(self):
+        size = CONF.conductor.workers_pool_size
+        self._pool = futurist.ThreadPoolExecutor(
+            max_workers=size,
+            check_and_reject=rejection.reject_when_reached(size))
+        # Futures of the pool's work, awaited by a graceful stop.
+        self._pending = set()
+        self._pending_lock = threading.Lock()
+
+    def submit(self, func, *args):
+        """:raises: futurist.RejectedSubmission when the pool is full,
+        RuntimeError once it is shut down."""
+        future = self._pool.submit(func, *args)
+        with self._pending_lock:
+            self._pending.add(future)
+        future.add_done_callback(self._forget)
+        return future
+
+    def spawn_with_lock(self, lock, rollback, func, *args):
+        """Run ``func`` on the pool; it inherits the node lock.
+
+        :param rollback: node values restored when the pool is full.
+        :raises: NoFreeConductorWorker.
+        """
+        try:
+            self.submit(func, *args)
+        except futurist.RejectedSubmission:
+            lock.node.update(rollback)
+            lock.node.save()
+            raise exception.NoFreeConductorWorker()
+        lock.handoff()
+
+    def _forget(self, future):
+        with self._pending_lock:
+            self._pending.discard(future)
+
+    def shutdown(self, graceful=True):
+        """Stop taking work; with ``graceful`` first wait up to
+        [conductor]graceful_shutdown_timeout for the running work (what
+        still runs then ends with the process: its conditional writes
+        keep that safe)."""
+        # NOTE: wait before shutting the pool down: futurist's workers
+        # drop queued work once told to stop.
+        if graceful:
+            self._wait_for_work()
+        self._pool.shutdown(wait=False)
+
+    def _wait_for_work(self):
+        with self._pending_lock:
+            pending = list(self._pending)
+        if not pending:
+            return
+        timeout = CONF.conductor.graceful_shutdown_timeout or None
+        LOG.info('Waiting for %d tasks to finish', len(pending))
+        _done, not_done = waiters.wait_for_all(pending, timeout)
+        if not_done:
+            LOG.warning('%(count)d tasks still running after '
+                        '%(timeout)s seconds; stopping without them',
+                        {'count': len(not_done), 'timeout': timeout})
+
+
+class AllocationWorker:
+    """Runs allocations.do_allocate on the pool, at most once at a time
+    per allocation.
+
+    A full pool leaves an allocation for the next re-drive pass
+    (takeover.TakeOver.redrive): its row stays allocating and ours.
+    """
+
+    def __init__(self, pool, registration, backend):
+        self.context = ia_context.get_admin_context()
+        self._pool = pool
+        self._registration = registration
+        self._backend = backend
+        # {allocation id: future of its work on the pool}
+        self._in_flight = {}
+        self._lock = threading.Lock()
+        self._stopping = False
+
+    def start(self, allocation_id):
+        """Work on an allocation unless that work is already in flight.
+
+        :returns: True when the work was started now.
+        """
+        started, _future = self._start(allocation_id)
+        return started
+
+    def wait(self, allocation_id, timeout):
+        """Work on an allocation (or join the work in flight) and wait for
+        it at most ``timeout`` seconds.
+
+        :returns: True when the work ended within the wait.
+        """
+        _started, future = self._start(allocation_id)
+        if future is None:
+            return False
+        try:
+            future.result(timeout)
+        except futurist.TimeoutError:
+            return False
+        except Exception:
+            # NOTE: logged by _done; the re-drive retries it.
+            return False
+        return True
+
+    def stop(self):
+        """Start no more work (what runs is the pool's to wait for)."""
+        with self._lock:
+            self._stopping = True
+
+    def _start(self, allocation_id):
+        """:returns: (started now, future of the work or None)."""
+        with self._lock:
+            if self._stopping:
+                return False, None
+            future = self._in_flight.get(allocation_id)
+            if future is not None:
+                return False, future
+            try:
+                future = self._pool.submit(
+                    allocations.do_allocate, self.context, allocation_id,
+                    self._registration.id, self._backend)
+            except (futurist.RejectedSubmission, RuntimeError):
+                LOG.warning('No free worker for allocation %s; it waits '
+                            'for the next re-drive', allocation_id)
+                return False, None
+            self._in_flight[allocation_id] = future
+        future.add_done_callback(functools.partial(self._done,
+                                                   allocation_id))
+        return True, future
+
+    def _done(self, allocation_id, future):
+        with self._lock:
+            self._in_flight.pop(allocation_id, None)
+        if future.exception() is not None:
+            LOG.error('Processing allocation %(id)s failed; it is retried '
+                      'by the next re-drive: %(exc)s',
+                      {'id': allocation_id, 'exc': future.exception()})
+        elif future.result() is not None:
+            # NOTE: the reserved node is no longer pickable.
+            self._backend.node_id_changed(future.result())

@@ -94,5 +94,9 @@ def _periodic(spacing, func, run_immediately=False):
             func()
         except Exception:
             LOG.exception('Periodic task %s failed', func.__name__)
+    # NOTE: futurist names a task (its watchers, its log lines) after
+    # these.
     task.__name__ = func.__name__
+    task.__qualname__ = func.__qualname__
+    task.__module__ = func.__module__
     return task

@@ -380,6 +380,12 @@ class TestFirstPassAtStart(PlacementAllocationTestCase):
         # Nodes that no conductor mirrored (enrolled while none ran, or
         # before the backend was switched) reach Placement when one
         # starts, not one sync_interval later.
+        # NOTE: the running conductor's own first pass must be over, or it
+        # may mirror the nodes itself.
+        self.wait_for(lambda: any(
+            w.runs for w in self.service.periodic_tasks.watchers()
+            if w.work.name.endswith('.sync_all')),
+            'the first pass of pl-conductor')
         nodes = [self.node(traits=['CUSTOM_EARLY']) for _ in range(3)]
         self.assertEqual(set(), self.provider_uuids())
         self.useFixture(ia_fixtures.ConductorFixture(host='pl-late'))

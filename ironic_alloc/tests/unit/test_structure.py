@@ -1,7 +1,9 @@
 """Tests of the code's structure rather than its behaviour.
 
-* The import layering rule of STYLE.md section 1, checked by parsing the
-  imports (``ast``) of every module of each package.
+* The import layering rule of doc/source/contributor/architecture.rst
+  ("Layers"), checked by parsing the imports (``ast``) of every module of
+  each package.
+* Only the backend package asks which allocation backend runs.
 * No entry point monkey-patches the standard library: ironic_alloc runs on
   native threads, and eventlet (still installed by oslo.service) must stay
   inert.
@@ -101,8 +103,9 @@ _CONDUCTOR_RPC_MODULES = ('ironic_alloc.conductor.rpcapi',
                           'ironic_alloc.conductor.manager',
                           'ironic_alloc.conductor.service')
 
-# STYLE.md section 1, "must not import" column: (rule, applies to module?,
-# forbidden import?).  Each callable takes a module name.
+# architecture.rst, "Layers": what each layer must not import: (rule,
+# applies to module?, forbidden import?).  Each callable takes a module
+# name.
 LAYERING_RULES = [
     ('api/ imports conductor.rpcapi only, never conductor.manager or '
      'domain modules',
@@ -203,7 +206,8 @@ class TestLayering(base.TestCase):
                       if (v[1], v[2]) not in KNOWN_VIOLATIONS]
         self.assertEqual(
             [], violations,
-            'Imports that break the layering rule of STYLE.md section 1 '
+            'Imports that break the layering rule of '
+            'doc/source/contributor/architecture.rst '
             '(rule, module, imported module):\n%s' % '\n'.join(
                 '  %s: %s imports %s' % v for v in violations))
 
@@ -285,3 +289,27 @@ class TestNoMonkeyPatching(base.TestCase):
                     problems.append('importing %s monkey-patched %s'
                                     % (module, name))
         self.assertEqual([], problems, '\n'.join(problems))
+
+
+# Ways of asking which allocation backend runs (doc/source/contributor/
+# architecture.rst, "Backends"): only conductor/backends may, the
+# configuration module declares the choices.
+_BACKEND_CHECKS = ('allocation.backend', 'allocation_conf.PLACEMENT',
+                   'allocation_conf.DATABASE', 'placement_client',
+                   '_sync_pool')
+
+
+class TestBackendSeam(base.TestCase):
+
+    def test_no_backend_check_outside_the_backend_package(self):
+        found = []
+        for module, path in sorted(package_modules().items()):
+            if (_within(module, 'ironic_alloc.conductor.backends')
+                    or module == 'ironic_alloc.conf.allocation'):
+                continue
+            with open(path) as f:
+                source = f.read()
+            found.extend('%s: %s' % (module, check)
+                         for check in _BACKEND_CHECKS if check in source)
+        self.assertEqual([], found, 'Only ironic_alloc.conductor.backends '
+                         'may ask which allocation backend is configured')

@@ -57,8 +57,9 @@ class TestPlacementClient(base.PlacementTestCase):
             self.client.ensure_trait('CUSTOM_IA_CLIENT_TEST')
         self.assertIsNotNone(self.client.get(
             '/resource_classes/CUSTOM_IA_CLIENT_TEST'))
-        self.assertIn('CUSTOM_IA_CLIENT_TEST', self.client.get(
-            '/traits?name=in:CUSTOM_IA_CLIENT_TEST')['traits'])
+        self.assertEqual(204, self.client.request(
+            'GET', '/traits/CUSTOM_IA_CLIENT_TEST',
+            expected=(204,)).status_code)
 
 
 class TestRetryConcurrentUpdate(base.PlacementTestCase):

@@ -10,6 +10,7 @@
 """
 
 import ast
+import inspect
 import json
 import os
 import subprocess
@@ -313,3 +314,15 @@ class TestBackendSeam(base.TestCase):
                          for check in _BACKEND_CHECKS if check in source)
         self.assertEqual([], found, 'Only ironic_alloc.conductor.backends '
                          'may ask which allocation backend is configured')
+
+    def test_manager_is_given_its_parts(self):
+        # The RPC endpoints get the parts they use, never the service
+        # object that made them (architecture.rst, "Layers").
+        from ironic_alloc.conductor import manager
+        self.assertNotIn('service', inspect.signature(
+            manager.ConductorManager).parameters)
+        path = package_modules()['ironic_alloc.conductor.manager']
+        self.assertNotIn('ironic_alloc.conductor.service',
+                         imported_modules(path))
+        with open(path) as f:
+            self.assertNotIn('self.service', f.read())

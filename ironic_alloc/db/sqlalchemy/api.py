@@ -565,11 +565,14 @@ class Connection(api.Connection):
         return allocation
 
     @staticmethod
-    def _insert_allocation(conn, values):
-        """:returns: the new row (every column, as attributes)."""
+    def _insert_allocation(conn, values, backfilled_node=None):
+        """:param backfilled_node: UUID of the node a backfill binds, which
+            may already have the allocation's UUID as its instance.
+        :returns: the new row (every column, as attributes).
+        """
         node_uuid = conn.execute(stmts.NODE_UUID_BY_INSTANCE,
                                  {'instance_uuid': values['uuid']}).scalar()
-        if node_uuid is not None:
+        if node_uuid is not None and node_uuid != backfilled_node:
             raise exception.InstanceAssociated(
                 instance_uuid=values['uuid'], node=node_uuid)
         try:
@@ -593,7 +596,8 @@ class Connection(api.Connection):
                       node_id=node_id)
         values.setdefault('uuid', uuidutils.generate_uuid())
         with _connection_for_write() as conn:
-            allocation = self._insert_allocation(conn, values)
+            allocation = self._insert_allocation(conn, values,
+                                                 backfilled_node=node_uuid)
             count = conn.execute(stmts.BACKFILL_NODE, {
                 'node_id': node_id, 'node_states': list(node_states),
                 'allocation_id': allocation.id,

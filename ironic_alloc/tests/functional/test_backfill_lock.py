@@ -24,6 +24,7 @@ from ironic_alloc.common import states
 from ironic_alloc.common import wsgi_server
 from ironic_alloc.conductor import provisioning
 from ironic_alloc.conductor import task
+from ironic_alloc.db import api as db_api
 from ironic_alloc.objects import allocation as allocation_obj
 from ironic_alloc.objects import node as node_obj
 from ironic_alloc.tests import base
@@ -383,3 +384,75 @@ class TestBackfillLockRace(BackfillLockTestCase):
             counts[key] = counts.get(key, 0) + 1
         counts['patch 409'] = patches.count(409)
         return counts
+
+
+class TestBackfillRefusals(base.DbTestCase):
+    """Why the guarded write refused a backfill, told by its error: the
+    node changed after the API read it (the node object is stale)."""
+
+    def setUp(self):
+        super().setUp()
+        self.node = utils.make_node(self.context,
+                                    provision_state=states.ACTIVE,
+                                    power_state=states.POWER_ON)
+
+    def refusal(self, expected_class):
+        allocation = allocation_obj.Allocation(
+            self.context, uuid=uuidutils.generate_uuid(),
+            resource_class='gold', traits=[], candidate_nodes=[], extra={})
+        error = self.assertRaises(expected_class, allocation.backfill,
+                                  self.node, states.BACKFILL_STATES)
+        # Rolled back with the refusal: the allocation row is gone.
+        self.assertEqual([], allocation_obj.Allocation.list(self.context))
+        self.assertEqual(409, error.code)
+        # Named by UUID, never by the internal id.
+        self.assertTrue(str(error).startswith('Node %s ' % self.node.uuid),
+                        str(error))
+        return str(error)
+
+    def change_node(self, **values):
+        db_api.get_instance().update_node(self.node.id, values)
+
+    def test_locked(self):
+        node_obj.Node.reserve(self.context, 'other-host', self.node.id)
+        self.assertIn('is locked by host other-host',
+                      self.refusal(exception.NodeLocked))
+
+    def test_locked_and_changed(self):
+        # The lock is the answer: once it is released, the checks made
+        # before the write tell what else changed.
+        node_obj.Node.reserve(self.context, 'other-host', self.node.id)
+        self.change_node(provision_state=states.DEPLOYING,
+                         instance_uuid=uuidutils.generate_uuid())
+        self.refusal(exception.NodeLocked)
+
+    def test_deleted(self):
+        db_api.get_instance().destroy_node(self.node.id)
+        self.assertIn('it was deleted', self.refusal(exception.NodeChanged))
+
+    def test_no_longer_deployed(self):
+        self.change_node(provision_state=states.AVAILABLE)
+        self.assertIn('it is in provision state available',
+                      self.refusal(exception.NodeChanged))
+
+    def test_other_instance(self):
+        instance = uuidutils.generate_uuid()
+        self.change_node(instance_uuid=instance)
+        self.assertIn('it got instance %s' % instance,
+                      self.refusal(exception.NodeChanged))
+
+    def test_other_allocation(self):
+        first = allocation_obj.Allocation(
+            self.context, uuid=uuidutils.generate_uuid(),
+            resource_class='gold', traits=[], candidate_nodes=[], extra={})
+        first.backfill(self.node, states.BACKFILL_STATES)
+        allocation = allocation_obj.Allocation(
+            self.context, uuid=uuidutils.generate_uuid(),
+            resource_class='gold', traits=[], candidate_nodes=[], extra={})
+        error = self.assertRaises(exception.NodeChanged, allocation.backfill,
+                                  self.node, states.BACKFILL_STATES)
+        self.assertIn('Node %s ' % self.node.uuid, str(error))
+        self.assertIn('it got an allocation', str(error))
+        self.assertEqual([first.uuid], [
+            a.uuid for a in allocation_obj.Allocation.list(self.context)])
+        self.assertEqual([], utils.check_invariant())

@@ -28,9 +28,10 @@ def _bind(name, column):
 
 
 # The node lock: a conductor changing a node writes its hostname into
-# ``reservation``.  Every write that binds a node to an allocation without
-# holding that lock (the conductor's reservation, the API's backfill) is
-# guarded by this one clause, so none lands under a conductor's change.
+# ``reservation``, on this condition (db api reserve_node).  Every write
+# that binds a node to an allocation without holding the lock (the
+# conductor's reservation, the API's backfill) is guarded by the same
+# clause, so none lands under a conductor's change.
 NODE_UNLOCKED = NODES.c.reservation.is_(None)
 
 

@@ -132,13 +132,17 @@ class Connection(metaclass=abc.ABCMeta):
         """
 
     @abc.abstractmethod
-    def backfill_allocation(self, values, node_id, node_states):
+    def backfill_allocation(self, values, node_id, node_uuid, node_states):
         """Create an active allocation for an already deployed node.
 
         One transaction: the node must still be in ``node_states``, have no
-        allocation and no other instance.
+        allocation and no other instance, and must not be locked by a
+        conductor (the guard of every reservation).  Nothing is written
+        when it fails.
 
-        :raises: NodeAssociated (409) when the node changed meanwhile, and
+        :param node_uuid: the node's UUID, for the errors.
+        :raises: NodeLocked (409) while a conductor holds the node,
+            NodeChanged (409) when it changed since the caller read it, and
             the create_allocation errors.
         """
 

@@ -76,13 +76,15 @@ class Allocation(base.IronicAllocObject):
         db_allocation = self.dbapi.create_allocation(self.obj_get_changes())
         self._from_db_object(context or self._context, self, db_allocation)
 
-    def backfill(self, node_id, node_states, context=None):
-        """Insert an active allocation bound to a deployed node.
+    def backfill(self, node, node_states, context=None):
+        """Insert an active allocation bound to the deployed ``node``.
 
-        :raises: NodeChanged and the create() errors.
+        :param node: the Node (its id and UUID are used).
+        :raises: NodeLocked while a conductor changes the node,
+            NodeChanged and the create() errors.
         """
         db_allocation = self.dbapi.backfill_allocation(
-            self.obj_get_changes(), node_id, node_states)
+            self.obj_get_changes(), node.id, node.uuid, node_states)
         self._from_db_object(context or self._context, self, db_allocation)
 
     def save(self, context=None):

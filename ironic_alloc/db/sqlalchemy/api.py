@@ -227,6 +227,31 @@ def _uuids_by_id(model, ids):
                     .filter(model.id.in_(ids)).all())
 
 
+def _backfill_refusal(conn, node_id, node_uuid, node_states,
+                      allocation_uuid):
+    """Why BACKFILL_NODE matched no row, read in its transaction.
+
+    :returns: NodeLocked while a conductor holds the node, NodeChanged
+        otherwise.
+    """
+    node = conn.execute(stmts.NODE_FOR_BACKFILL_CHECK,
+                        {'node_id': node_id}).first()
+    if node is None:
+        reason = 'it was deleted'
+    elif node.reservation is not None:
+        return exception.NodeLocked(node=node.uuid, host=node.reservation)
+    elif node.provision_state not in node_states:
+        reason = 'it is in provision state %s' % node.provision_state
+    elif node.allocation_id is not None:
+        reason = 'it got an allocation'
+    elif node.instance_uuid not in (None, allocation_uuid):
+        reason = 'it got instance %s' % node.instance_uuid
+    else:
+        # NOTE: the lock was released between the UPDATE and this read.
+        reason = 'a conductor was changing it'
+    return exception.NodeChanged(node=node_uuid, reason=reason)
+
+
 def _node_unique_violation(exc, values):
     columns = exc.columns or []
     if 'name' in columns or 'uniq_nodes0name' in columns:
@@ -414,8 +439,8 @@ class Connection(api.Connection):
     @retry_on_conflict
     def reserve_node(self, tag, node_id):
         with _session_for_write() as session:
-            count = session.query(models.Node).filter_by(
-                id=node_id, reservation=None).update(
+            count = session.query(models.Node).filter(
+                models.Node.id == node_id, stmts.NODE_UNLOCKED).update(
                     {'reservation': tag}, synchronize_session=False)
             if count != 1:
                 node = session.query(models.Node).filter_by(
@@ -523,11 +548,14 @@ class Connection(api.Connection):
         return allocation
 
     @staticmethod
-    def _insert_allocation(conn, values):
-        """:returns: the new row (every column, as attributes)."""
+    def _insert_allocation(conn, values, backfilled_node=None):
+        """:param backfilled_node: UUID of the node a backfill binds, which
+            may already have the allocation's UUID as its instance.
+        :returns: the new row (every column, as attributes).
+        """
         node_uuid = conn.execute(stmts.NODE_UUID_BY_INSTANCE,
                                  {'instance_uuid': values['uuid']}).scalar()
-        if node_uuid is not None:
+        if node_uuid is not None and node_uuid != backfilled_node:
             raise exception.InstanceAssociated(
                 instance_uuid=values['uuid'], node=node_uuid)
         try:
@@ -546,25 +574,22 @@ class Connection(api.Connection):
         return types.SimpleNamespace(**row)
 
     @retry_on_conflict
-    def backfill_allocation(self, values, node_id, node_states):
+    def backfill_allocation(self, values, node_id, node_uuid, node_states):
         values = dict(values, state=states.ALLOCATION_ACTIVE,
                       node_id=node_id)
         values.setdefault('uuid', uuidutils.generate_uuid())
         with _connection_for_write() as conn:
-            allocation = self._insert_allocation(conn, values)
-            n = stmts.NODES.c
-            count = conn.execute(stmts.NODES.update().where(
-                n.id == node_id,
-                n.provision_state.in_(list(node_states)),
-                n.allocation_id.is_(None),
-                sa.or_(n.instance_uuid.is_(None),
-                       n.instance_uuid == values['uuid']),
-            ).values(allocation_id=allocation.id,
-                     instance_uuid=values['uuid'])).rowcount
+            allocation = self._insert_allocation(conn, values,
+                                                 backfilled_node=node_uuid)
+            count = conn.execute(stmts.BACKFILL_NODE, {
+                'node_id': node_id, 'node_states': list(node_states),
+                'allocation_id': allocation.id,
+                'allocation_uuid': values['uuid']}).rowcount
             if count != 1:
-                raise exception.NodeChanged(
-                    node=node_id, reason='it is no longer deployed or it '
-                    'got an allocation or instance')
+                # Raising rolls the transaction back: the allocation
+                # inserted above goes with it.
+                raise _backfill_refusal(conn, node_id, node_uuid,
+                                        node_states, values['uuid'])
         return self.get_allocation_by_uuid(values['uuid'])
 
     @staticmethod

@@ -31,6 +31,14 @@ def _bind(name, column):
     return sa.bindparam(name, type_=column.type)
 
 
+# The node lock: a conductor changing a node writes its hostname into
+# ``reservation``, on this condition (db api reserve_node).  Every write
+# that binds a node to an allocation without holding the lock (the
+# conductor's reservation, the API's backfill) is guarded by the same
+# clause, so none lands under a conductor's change.
+NODE_UNLOCKED = NODES.c.reservation.is_(None)
+
+
 # Allocations
 
 # One allocation by id, uuid or name (bind parameter "value").
@@ -102,6 +110,31 @@ NODE_INSTANCE_INFO = sa.select(NODES.c.instance_info).where(
 SET_NODE_INSTANCE_INFO = NODES.update().where(
     NODES.c.id == _bind('node_id', NODES.c.id)).values(
         instance_info=_bind('instance_info', NODES.c.instance_info))
+
+# Backfill: binds deployed node "node_id" to the active allocation
+# "allocation_id" (UUID "allocation_uuid", which becomes the node's
+# instance) only while the node is unlocked, in one of "node_states", has
+# no allocation and no other instance: the API's checks, made again in the
+# write, since the node may have changed since the API read it.
+BACKFILL_NODE = NODES.update().where(
+    NODES.c.id == _bind('node_id', NODES.c.id),
+    NODE_UNLOCKED,
+    NODES.c.provision_state.in_(
+        sa.bindparam('node_states', expanding=True)),
+    NODES.c.allocation_id.is_(None),
+    sa.or_(NODES.c.instance_uuid.is_(None),
+           NODES.c.instance_uuid == _bind('allocation_uuid',
+                                          NODES.c.instance_uuid)),
+).values(allocation_id=_bind('allocation_id', NODES.c.allocation_id),
+         instance_uuid=_bind('allocation_uuid', NODES.c.instance_uuid))
+
+# Why BACKFILL_NODE matched no row: the node read again, locking it so a
+# database reading from an older snapshot (MySQL's repeatable read) shows
+# the row the UPDATE saw.
+NODE_FOR_BACKFILL_CHECK = sa.select(
+    NODES.c.uuid, NODES.c.reservation, NODES.c.provision_state,
+    NODES.c.allocation_id, NODES.c.instance_uuid,
+).where(NODES.c.id == _bind('node_id', NODES.c.id)).with_for_update()
 
 
 # Candidates

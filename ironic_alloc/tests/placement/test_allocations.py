@@ -304,7 +304,7 @@ class TestRelease(PlacementAllocationTestCase):
         allocation = allocation_obj.Allocation(
             self.context, uuid=uuidutils.generate_uuid(),
             resource_class='gold', traits=[], candidate_nodes=[], extra={})
-        allocation.backfill(node.id, states.BACKFILL_STATES)
+        allocation.backfill(node, states.BACKFILL_STATES)
         self.assertEqual(states.ALLOCATION_ACTIVE, allocation.state)
         # NOTE: a deployed node is reserved in Placement already; the
         # backfilled allocation holds no claim of its own.

@@ -418,7 +418,9 @@ class AllocationsController(rest.RestController):
             if values['resource_class'] is None:
                 values['resource_class'] = node.resource_class
             new = objects.Allocation(context, **values)
-            new.backfill(node.id, states.BACKFILL_STATES)
+            # NOTE: 409 at once while a conductor holds the node, as for
+            # every node change of this API (no wait for the lock).
+            new.backfill(node, states.BACKFILL_STATES)
             LOG.info('Allocation %(alloc)s backfilled for node %(node)s',
                      {'alloc': new.uuid, 'node': node.uuid})
             utils.set_location('allocations', new.uuid)

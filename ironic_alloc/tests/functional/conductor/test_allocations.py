@@ -271,7 +271,7 @@ class TestDeallocation(AllocationTestCase):
         allocation = allocation_obj.Allocation(
             self.context, uuid=uuidutils.generate_uuid(),
             resource_class='gold', traits=[], candidate_nodes=[], extra={})
-        allocation.backfill(node.id, states.BACKFILL_STATES)
+        allocation.backfill(node, states.BACKFILL_STATES)
         self.assertEqual(states.ALLOCATION_ACTIVE, allocation.state)
         node.refresh()
         self.assertEqual(allocation.id, node.allocation_id)
@@ -279,7 +279,7 @@ class TestDeallocation(AllocationTestCase):
         again = allocation_obj.Allocation(
             self.context, uuid=uuidutils.generate_uuid(), traits=[],
             candidate_nodes=[], extra={})
-        self.assertRaises(exception.NodeChanged, again.backfill, node.id,
+        self.assertRaises(exception.NodeChanged, again.backfill, node,
                           states.BACKFILL_STATES)
         self.assertInvariant()
 

@@ -165,10 +165,6 @@ def candidate_shape(criteria):
 # passed it and the constraints before it.
 Constraint = collections.namedtuple('Constraint', 'name clauses reason')
 
-# The lock guard of every reservation: a conductor holding the node's lock
-# is changing it, so nothing else may bind it meanwhile.
-NODE_UNLOCKED = NODES.c.reservation.is_(None)
-
 
 def _rule_clause(condition):
     column = NODES.c[condition.field]

@@ -91,8 +91,11 @@ class Controller(rest.RestController):
         api.request.version = negotiation.negotiate(headers)
         api.request.extension_version = negotiation.negotiate_extension(
             headers)
-        if args and args[0] in extensions.ENDPOINTS:
-            return extensions.endpoint(args[0])._route(args[1:], request)
+        # NOTE: one dict lookup for every other request.
+        found = (extensions.endpoint(args[0])
+                 if args and args[0] in extensions.ENDPOINTS else None)
+        if found is not None:
+            return found._route(args[1:], request)
         return (routing.sub_controller(self, args, request)
                 or super()._route(args, request))
 

@@ -27,6 +27,7 @@ Adding an extension (one issue, one version):
 from ironic_alloc import api
 from ironic_alloc.api.controllers import base
 from ironic_alloc.common import exception
+from ironic_alloc.conf import CONF
 
 TOKEN = 'ironic-alloc'
 """The service token of the extension entry of OpenStack-API-Version"""
@@ -140,13 +141,14 @@ def check_fields(resource, names):
 
 def endpoint(name):
     """The controller of extension endpoint /v1/``name``, or None when
-    there is none by that name.
+    there is none by that name or [api]enable_extensions is False (then
+    the path is unknown, 404, as in Ironic).
 
     :raises: ExtensionVersionRequired (400) when the request's version
         lacks its feature.
     """
     found = ENDPOINTS.get(name)
-    if found is None:
+    if found is None or not CONF.api.enable_extensions:
         return None
     feature, controller = found
     require_extension(feature, 'The endpoint /v1/%s (extension "%s")'

@@ -99,10 +99,11 @@ def negotiate_extension(headers):
         version = base.Version.parse(text, str(newest))
     except ValueError:
         raise exception.Invalid(
-            'Invalid value for %(header)s header: "%(token)s %(text)s". '
-            'Expected "%(token)s 1.N" or "%(token)s latest".'
+            'Invalid value for %(header)s header: "%(entry)s". Expected '
+            '"%(token)s 1.N" or "%(token)s latest".'
             % {'header': base.Version.generic_string,
-               'token': extensions.TOKEN, 'text': text})
+               'entry': ('%s %s' % (extensions.TOKEN, text)).strip(),
+               'token': extensions.TOKEN})
     oldest = extensions.min_version()
     if (version.major != extensions.MAJOR or version < oldest
             or version > newest):

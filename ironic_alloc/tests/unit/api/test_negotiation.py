@@ -237,6 +237,7 @@ class TestNegotiateExtension(base.TestCase):
                           str(exc))
             self.assertIn('Expected "ironic-alloc 1.N" or "ironic-alloc '
                           'latest"', str(exc))
+            self.assertIn('header: "%s".' % value, str(exc))
 
     def test_disabled_ignores_the_entry(self):
         self.config(enable_extensions=False, group='api')

@@ -120,6 +120,14 @@ class UnsupportedDriver(Invalid):
     _msg_fmt = 'Driver %(driver)s is not supported.'
 
 
+class ExtensionVersionRequired(Invalid):
+    # NOTE: 400, not Ironic's 406: the request is fine for Ironic, it only
+    # lacks the ironic_alloc extension version; the message says which.
+    _msg_fmt = ('%(what)s requires ironic_alloc API extension version '
+                '%(version)s: send the header "OpenStack-API-Version: '
+                'ironic-alloc %(version)s" (or a newer version).')
+
+
 # 403 / 404 / 406 / 409
 
 class NotAuthorized(IronicAllocException):

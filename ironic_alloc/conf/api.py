@@ -28,6 +28,17 @@ api_opts = [
                     'per connection); a worker that dies is replaced. The '
                     'all-in-one ironic-alloc always runs one. Under '
                     'mod_wsgi or uWSGI the web server decides.'),
+    cfg.BoolOpt('enable_extensions',
+                default=True,
+                help='Serve ironic_alloc\'s own API extensions to the '
+                     'requests that ask for them with the header '
+                     '"OpenStack-API-Version: ironic-alloc 1.N". A request '
+                     'without that entry is answered as plain Ironic '
+                     'either way. False makes the service plain Ironic for '
+                     'every request: the ironic-alloc entry is ignored, so '
+                     'no response carries extension headers, fields, '
+                     'endpoints or the "ironic_alloc_extensions" key of '
+                     'GET / and GET /v1.'),
     cfg.BoolOpt('debug_tracebacks_in_api',
                 default=False,
                 help='Return server tracebacks in the debuginfo field of '

@@ -31,12 +31,29 @@ class APIBase(wtypes.Base):
         return [attr.key for attr in wtypes.list_attributes(type(self))]
 
 
+def api_version_entries(value):
+    """(service token, [version words]) of each entry of an
+    ``OpenStack-API-Version`` value, in order.
+
+    The value may name several services, comma-separated: a client may
+    send ``baremetal 1.79, ironic-alloc 1.0``, and WSGI servers fold a
+    repeated header into one such value (RFC 9110, section 5.3).  Tokens
+    are lowercased; empty entries are skipped.
+    """
+    for item in value.split(','):
+        words = item.split()
+        if words:
+            yield words[0].lower(), words[1:]
+
+
 class Version:
     """A requested API version, parsed from the request headers.
 
     ``X-OpenStack-Ironic-API-Version: 1.x|latest`` wins over
     ``OpenStack-API-Version: baremetal 1.x|latest``; without either the
-    default (minimum) version applies.
+    default (minimum) version applies.  Other entries of
+    ``OpenStack-API-Version`` (other services, ironic_alloc's extension
+    version) never change the Ironic version.
     """
 
     string = 'X-OpenStack-Ironic-API-Version'
@@ -75,10 +92,14 @@ class Version:
         value = headers.get(cls.string)
         if value is not None:
             return value.strip()
-        for item in headers.get(cls.generic_string, '').split(','):
-            parts = item.split()
-            if len(parts) == 2 and parts[0].lower() == cls.service_type:
-                return parts[1]
+        value = headers.get(cls.generic_string)
+        if value:
+            # NOTE: the first well-formed baremetal entry; an entry of
+            # another token, or a baremetal one that is not two words,
+            # is not ours (as before extensions existed).
+            for token, words in api_version_entries(value):
+                if token == cls.service_type and len(words) == 1:
+                    return words[0]
         return None
 
     @classmethod

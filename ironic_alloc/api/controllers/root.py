@@ -6,6 +6,8 @@ from pecan import rest
 from ironic_alloc import api
 from ironic_alloc.api.controllers import routing
 from ironic_alloc.api.controllers import v1
+from ironic_alloc.api.controllers.v1 import extensions
+from ironic_alloc.api.controllers.v1 import negotiation
 from ironic_alloc.api.controllers.v1 import types
 from ironic_alloc.api import expose
 
@@ -18,14 +20,14 @@ class RootController(rest.RestController):
     def get(self):
         """Name, description and versions of the API (unversioned)."""
         current = v1.version_document(api.request.public_url)
-        return {
+        return extensions.add_document({
             'name': 'OpenStack Ironic API',
             'description': 'ironic_alloc is a bare metal node allocation '
                            'service speaking the OpenStack Bare Metal '
                            '(Ironic) API v1.',
             'default_version': current,
             'versions': [current],
-        }
+        })
 
     @pecan.expose()
     def _route(self, args, request=None):
@@ -33,5 +35,10 @@ class RootController(rest.RestController):
         # and of a trailing slash on the root.
         if args and args[0] == '':
             args = args[1:]
+        if not args:
+            # NOTE: the root document is unversioned for Ironic, but tells
+            # the extension range; /v1 negotiates in its own _route.
+            api.request.extension_version = (
+                negotiation.negotiate_extension(api.request.headers))
         return (routing.sub_controller(self, args, request)
                 or super()._route(args, request))

@@ -15,10 +15,14 @@ Both ways, against the real app over a real socket:
   test with its name.
 """
 
+import json
+
 import jsonschema
 from wsme import types as wtypes
 
+from ironic_alloc.api.controllers import base as api_base
 from ironic_alloc.api.controllers.v1 import allocation
+from ironic_alloc.api.controllers.v1 import extensions
 from ironic_alloc.api.controllers.v1 import node
 from ironic_alloc.api.controllers.v1 import versions
 from ironic_alloc.tests import base
@@ -40,6 +44,19 @@ class TestOpenAPIDocument(base.TestCase):
         self.assertEqual(('header', 'X-OpenStack-Ironic-API-Version'),
                          (header['in'], header['name']))
 
+    def test_extension_header_and_discovery(self):
+        param = self.doc['components']['parameters']['OpenStackAPIVersion']
+        self.assertEqual(('header', api_base.Version.generic_string),
+                         (param['in'], param['name']))
+        for path in ('/', '/v1'):
+            response = self.doc['paths'][path]['get']['responses']['200']
+            self.assertEqual({api_base.Version.generic_string,
+                              extensions.MIN_HEADER, extensions.MAX_HEADER},
+                             set(response['headers']), path)
+        self.assertIn(extensions.DOCUMENT_KEY,
+                      self.doc['components']['schemas']['Root'][
+                          'properties'])
+
     def test_every_reference_resolves(self):
         openapi.resolve(self.doc, self.doc)
 
@@ -51,10 +68,10 @@ class TestOpenAPIDocument(base.TestCase):
             declared = {p['name'] for p in op.params_in('path')}
             self.assertEqual(openapi.path_parameter_names(op.path),
                              declared, op)
+            headers = {p['name'] for p in op.params_in('header')}
             if op.path != '/':
-                self.assertIn('X-OpenStack-Ironic-API-Version',
-                              {p['name'] for p in op.params_in('header')},
-                              op)
+                self.assertIn('X-OpenStack-Ironic-API-Version', headers, op)
+            self.assertIn('OpenStack-API-Version', headers, op)
             item = self.doc['paths'][op.path][op.method.lower()]
             self.assertTrue(item.get('responses'), op)
         self.assertEqual(len(ids), len(set(ids)), 'duplicate operationId')
@@ -148,6 +165,23 @@ class TestOpenAPIMatchesRoutes(base.DbTestCase):
         if not handlers or status == 405 or status >= 500:
             unserved.append('%r: %s %s' % (op, status, body[:200]))
         return handlers
+
+    def test_extension_discovery_as_described(self):
+        doc = openapi.load()
+        for path in ('/', '/v1'):
+            response = openapi.resolve(
+                doc, doc['paths'][path]['get']['responses']['200'])
+            status, headers, body = self.api.request('GET', path, headers={
+                'OpenStack-API-Version': 'ironic-alloc latest'})
+            self.assertEqual(200, status, body)
+            for name in response['headers']:
+                self.assertIn(name, headers, path)
+            schema = response['content']['application/json']['schema']
+            document = json.loads(body)
+            jsonschema.validate(document, schema)
+            jsonschema.validate(document[extensions.DOCUMENT_KEY],
+                                doc['components']['schemas'][
+                                    'ExtensionVersions'])
 
     def test_unknown_route_is_not_served(self):
         # NOTE: the check above relies on an unrouted request reaching no

@@ -1,7 +1,9 @@
-"""Version 1 of the API: negotiation of the microversion, then routing.
+"""Version 1 of the API: negotiation of the versions, then routing.
 
 Add a resource by adding a controller attribute to ``Controller`` and,
 when it should be advertised in GET /v1, an entry in ``RESOURCES``.
+ironic_alloc's own endpoints are not attributes: they are listed in
+extensions.ENDPOINTS, gated by their extension version.
 """
 
 import pecan
@@ -13,6 +15,7 @@ from ironic_alloc.api.controllers import routing
 from ironic_alloc.api.controllers.v1 import allocation
 from ironic_alloc.api.controllers.v1 import conductor
 from ironic_alloc.api.controllers.v1 import driver
+from ironic_alloc.api.controllers.v1 import extensions
 from ironic_alloc.api.controllers.v1 import negotiation
 from ironic_alloc.api.controllers.v1 import node
 from ironic_alloc.api.controllers.v1 import types
@@ -78,11 +81,21 @@ class Controller(rest.RestController):
         for name, gate in RESOURCES.items():
             if gate is None or gate():
                 doc[name] = _links(name)
-        return doc
+        for name in extensions.allowed_endpoints():
+            doc[name] = _links(name)
+        return extensions.add_document(doc)
 
     @pecan.expose()
     def _route(self, args, request=None):
-        api.request.version = negotiation.negotiate(api.request.headers)
+        headers = api.request.headers
+        api.request.version = negotiation.negotiate(headers)
+        api.request.extension_version = negotiation.negotiate_extension(
+            headers)
+        # NOTE: one dict lookup for every other request.
+        found = (extensions.endpoint(args[0])
+                 if args and args[0] in extensions.ENDPOINTS else None)
+        if found is not None:
+            return found._route(args[1:], request)
         return (routing.sub_controller(self, args, request)
                 or super()._route(args, request))
 

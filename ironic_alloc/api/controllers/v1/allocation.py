@@ -23,6 +23,7 @@ from ironic_alloc.api.controllers import link
 from ironic_alloc.api.controllers import routing
 from ironic_alloc.api.controllers.v1 import access
 from ironic_alloc.api.controllers.v1 import collection
+from ironic_alloc.api.controllers.v1 import extensions
 from ironic_alloc.api.controllers.v1 import types
 from ironic_alloc.api.controllers.v1 import utils
 from ironic_alloc.api import expose
@@ -106,6 +107,8 @@ def convert_with_links(rpc_allocation, node_uuids, fields=None):
     for name, gate in _VERSIONED_FIELDS.items():
         if not gate():
             setattr(allocation, name, wtypes.Unset)
+    for name in extensions.hidden_fields('allocation'):
+        setattr(allocation, name, wtypes.Unset)
     if fields is not None:
         allocation.unset_fields_except(list(fields) + ['links'])
     return allocation
@@ -136,6 +139,7 @@ def _check_fields(fields):
         raise exception.NotAcceptable(
             'Field(s) %s are not available in API version %s.'
             % (', '.join(too_new), api.request.version))
+    extensions.check_fields('allocation', fields)
     utils.check_for_invalid_fields(fields, _WIRE_FIELDS)
 
 
@@ -315,6 +319,7 @@ types.json_object(AllocationPatchType)
 
 def _patched_values(rpc_allocation, patch):
     """The new name/extra of an allocation.  :raises: Invalid (400)."""
+    extensions.check_fields('allocation', utils.patched_roots(patch))
     for op in patch:
         root = op['path'].split('/')[1] if op['path'].count('/') else ''
         if root not in PATCHABLE:
@@ -379,6 +384,8 @@ class AllocationsController(rest.RestController):
         context = api.request.context
         access.authorize('baremetal:allocation:create')
         given = allocation.as_dict()
+        extensions.check_fields(
+            'allocation', [f for f, v in given.items() if v is not None])
         if given.get('owner') is not None and \
                 not utils.allow_allocation_owner():
             raise exception.NotAcceptable(

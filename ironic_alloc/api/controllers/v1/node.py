@@ -21,6 +21,7 @@ from ironic_alloc.api.controllers import link
 from ironic_alloc.api.controllers.v1 import access
 from ironic_alloc.api.controllers.v1 import allocation
 from ironic_alloc.api.controllers.v1 import collection
+from ironic_alloc.api.controllers.v1 import extensions
 from ironic_alloc.api.controllers.v1 import node_states
 from ironic_alloc.api.controllers.v1 import node_traits
 from ironic_alloc.api.controllers.v1 import types
@@ -310,6 +311,8 @@ def convert_with_links(rpc_node, fields=None, preloaded=None, masks=None):
                                           url)
     for name in utils.disallowed_fields():
         setattr(node, name, wtypes.Unset)
+    for name in extensions.hidden_fields('node'):
+        setattr(node, name, wtypes.Unset)
     if fields is not None:
         node.unset_fields_except(list(fields) + ['links'])
     return node
@@ -445,6 +448,7 @@ class NodesController(rest.RestController):
         """
         fields = query['fields']
         utils.check_allowed_fields(fields)
+        extensions.check_fields('node', fields)
         utils.check_for_invalid_fields(fields, node_fields())
         if fields is None and not detail:
             fields = DEFAULT_RETURN_FIELDS
@@ -453,6 +457,7 @@ class NodesController(rest.RestController):
         sort_key = utils.validate_sort_key(query['sort_key'] or 'id',
                                            SORT_KEYS)
         utils.check_fields_exist_in_version([sort_key])
+        extensions.check_fields('node', [sort_key])
         marker = None
         if query['marker'] is not None:
             marker = utils.get_query_node(query['marker']).id
@@ -518,6 +523,7 @@ class NodesController(rest.RestController):
         :param fields: the fields to show, or all.
         """
         utils.check_allowed_fields(fields)
+        extensions.check_fields('node', fields)
         utils.check_for_invalid_fields(fields, node_fields())
         return convert_with_links(utils.get_node(node_ident), fields)
 
@@ -544,9 +550,10 @@ class NodesController(rest.RestController):
         given = node.as_dict()
         owner = _owner_of_new_node(given.get('owner'))
         # NOTE: an empty conductor_group is the default, as in Ironic.
-        utils.reject_fields_in_newer_versions(
-            f for f, v in given.items()
-            if v is not None and not (f == 'conductor_group' and v == ''))
+        set_fields = [f for f, v in given.items() if v is not None and
+                      not (f == 'conductor_group' and v == '')]
+        utils.reject_fields_in_newer_versions(set_fields)
+        extensions.check_fields('node', set_fields)
         if owner is not None:
             given['owner'] = owner
         if 'protected' in given or 'protected_reason' in given:
@@ -663,6 +670,7 @@ def _check_patch(patch, reset_interfaces):
             'or newer.')
     roots = utils.patched_roots(patch)
     utils.reject_fields_in_newer_versions(roots)
+    extensions.check_fields('node', roots)
     if 'traits' in roots:
         raise exception.Invalid(
             'Cannot update node traits via node patch. Node traits should '

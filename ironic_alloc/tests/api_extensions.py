@@ -1,0 +1,50 @@
+"""A made-up API extension for the tests of the extension machinery.
+
+Extension version 1.0, the only real one, adds nothing: there is no real
+feature to gate yet.  The gates, the field hiding and the endpoint routing
+are proved on extension version 1.1 and its feature, which exist only
+while the fixture is in place (the tables of extensions.py patched, and
+restored afterwards).
+"""
+
+from unittest import mock
+
+import fixtures
+
+from ironic_alloc.api.controllers.v1 import extensions
+
+FEATURE = 'test-feature'
+MINOR = 1
+VERSION = '%d.%d' % (extensions.MAJOR, MINOR)
+
+
+class TestExtension(fixtures.Fixture):
+    """Extension version 1.1 adding FEATURE, with the given extension
+    fields and endpoints.
+
+    :param fields: {resource: [wire field names]} made FEATURE's fields.
+    :param endpoints: {top-level name: controller} made FEATURE's
+        endpoints.
+    """
+
+    def __init__(self, fields=None, endpoints=None):
+        super().__init__()
+        self.fields = fields or {}
+        self.endpoints = endpoints or {}
+
+    def _patch(self, patcher):
+        patcher.start()
+        self.addCleanup(patcher.stop)
+
+    def _setUp(self):
+        self._patch(mock.patch.object(extensions, 'MAX_MINOR', MINOR))
+        self._patch(mock.patch.dict(extensions.VERSIONS,
+                                    {MINOR: 'Test only: %s.' % FEATURE}))
+        self._patch(mock.patch.dict(extensions.FEATURES, {FEATURE: MINOR}))
+        for resource, names in self.fields.items():
+            self._patch(mock.patch.dict(extensions.FIELDS[resource],
+                                        {name: FEATURE for name in names}))
+        self._patch(mock.patch.dict(
+            extensions.ENDPOINTS,
+            {name: (FEATURE, controller)
+             for name, controller in self.endpoints.items()}))

@@ -1,5 +1,7 @@
 """Fixtures that run real ironic_alloc services inside the test process."""
 
+import json
+
 import fixtures
 
 from ironic_alloc.common import rpc
@@ -30,3 +32,15 @@ class ConductorFixture(fixtures.Fixture):
         self.service.start()
         self.addCleanup(self.service.stop)
         self.rpcapi = rpcapi.ConductorAPI()
+
+
+def json_request(conn, method, path, body=None, headers=None):
+    """One JSON request on an http.client connection.
+
+    :returns: (status, decoded body or None).
+    """
+    conn.request(method, path, body=json.dumps(body) if body else None,
+                 headers=headers or {})
+    response = conn.getresponse()
+    data = response.read()
+    return response.status, json.loads(data) if data else None

@@ -42,11 +42,7 @@ class HttpAllocationRaceTestCase(base.DbTestCase):
         self.addCleanup(self.server.stop)
 
     def request(self, conn, method, path, body=None):
-        conn.request(method, path, body=json.dumps(body) if body else None,
-                     headers=HEADERS)
-        response = conn.getresponse()
-        data = response.read()
-        return response.status, json.loads(data) if data else None
+        return ia_fixtures.json_request(conn, method, path, body, HEADERS)
 
     def test_concurrent_posts(self):
         self._race()

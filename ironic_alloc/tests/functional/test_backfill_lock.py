@@ -62,11 +62,7 @@ class BackfillLockTestCase(base.DbTestCase):
 
     @staticmethod
     def request(conn, method, path, body=None):
-        conn.request(method, path, body=json.dumps(body) if body else None,
-                     headers=HEADERS)
-        response = conn.getresponse()
-        data = response.read()
-        return response.status, json.loads(data) if data else None
+        return ia_fixtures.json_request(conn, method, path, body, HEADERS)
 
     def backfill(self, conn, node_uuid):
         return self.request(conn, 'POST', '/v1/allocations',

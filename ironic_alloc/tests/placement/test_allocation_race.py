@@ -6,7 +6,6 @@ must hold exactly the claims of the active allocations: none leaked.
 """
 
 import http.client
-import json
 import logging
 import threading
 import time
@@ -60,11 +59,7 @@ class TestPlacementAllocationRace(base.PlacementTestCase):
         self.addCleanup(self.api.stop)
 
     def request(self, conn, method, path, body=None):
-        conn.request(method, path, body=json.dumps(body) if body else None,
-                     headers=HEADERS)
-        response = conn.getresponse()
-        data = response.read()
-        return response.status, json.loads(data) if data else None
+        return ia_fixtures.json_request(conn, method, path, body, HEADERS)
 
     def _in_parallel(self, func, chunks):
         failures = []

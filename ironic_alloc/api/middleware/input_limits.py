@@ -199,9 +199,14 @@ class InputLimitsMiddleware:
         environ['wsgi.input'] = io.BytesIO(body)
         environ['CONTENT_LENGTH'] = str(len(body))
         environ.pop('HTTP_TRANSFER_ENCODING', None)
-        if not body.strip():
-            return
         content_type = environ.get('CONTENT_TYPE', '')
+        if not body.strip():
+            # NOTE: nothing to parse, so no media type applies; WebOb would
+            # read a form type's (empty) body as a form, and a multipart
+            # type without a boundary makes it fail.
+            if content_type and not _is_json(content_type):
+                del environ['CONTENT_TYPE']
+            return
         if content_type and not _is_json(content_type):
             raise RequestRefused(
                 '415 Unsupported Media Type',

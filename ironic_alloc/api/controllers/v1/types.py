@@ -228,6 +228,11 @@ class JsonPatchType(wtypes.Base):
         :returns: the operation as a plain dict.
         :raises: Invalid (400).
         """
+        # NOTE: WSME lets an explicit null through a mandatory attribute.
+        for name in ('op', 'path'):
+            if not isinstance(getattr(patch, name), str):
+                raise exception.Invalid(
+                    "Every patch operation needs '%s' as a string" % name)
         root = '/' + patch.path.split('/')[1]
         if root in patch.internal_attrs():
             raise exception.Invalid(

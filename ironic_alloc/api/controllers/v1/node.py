@@ -614,8 +614,10 @@ class NodesController(rest.RestController):
         for name, value in values.items():
             if rpc_node[name] != value:
                 rpc_node[name] = value
-        new_node = api.request.rpcapi.update_node(
-            api.request.context, rpc_node, utils.conductor_host(rpc_node))
+        with utils.node_rpc(node_ident):
+            new_node = api.request.rpcapi.update_node(
+                api.request.context, rpc_node,
+                utils.conductor_host(rpc_node))
         return convert_with_links(new_node)
 
     @expose.expose(None, types.uuid_or_name, status_code=204)
@@ -627,8 +629,10 @@ class NodesController(rest.RestController):
                 and access.node_allowed(
                     'baremetal:node:delete:self_owned_node', rpc_node))):
             raise exception.HTTPForbidden(resource='baremetal:node:delete')
-        api.request.rpcapi.destroy_node(api.request.context, rpc_node.id,
-                                        utils.conductor_host(rpc_node))
+        with utils.node_rpc(node_ident):
+            api.request.rpcapi.destroy_node(
+                api.request.context, rpc_node.id,
+                utils.conductor_host(rpc_node))
 
 
 # Node list filters: query name -> version gate (None: always).

@@ -155,8 +155,10 @@ class NodeStatesController(rest.RestController):
                               'baremetal:node:set_provision_state')
         action = canonical_action(target, node)
         check_configdrive(target, configdrive)
-        api.request.rpcapi.do_provisioning_action(
-            api.request.context, node.id, action, utils.conductor_host(node))
+        with utils.node_rpc(self.node_ident):
+            api.request.rpcapi.do_provisioning_action(
+                api.request.context, node.id, action,
+                utils.conductor_host(node))
         utils.set_location('nodes', self.node_ident, 'states')
 
     @expose.expose(None, str, wtypes.IntegerType(minimum=1),
@@ -178,9 +180,10 @@ class NodeStatesController(rest.RestController):
         if target not in states.POWER_TARGETS:
             raise exception.InvalidStateRequested(
                 action=target, node=node.uuid, state=node.power_state)
-        api.request.rpcapi.change_node_power_state(
-            api.request.context, node.id, target,
-            utils.conductor_host(node), timeout=timeout)
+        with utils.node_rpc(self.node_ident):
+            api.request.rpcapi.change_node_power_state(
+                api.request.context, node.id, target,
+                utils.conductor_host(node), timeout=timeout)
         utils.set_location('nodes', self.node_ident, 'states')
 
 
@@ -200,8 +203,9 @@ class NodeMaintenanceController(rest.RestController):
         node.maintenance_reason = reason
         if not maintenance:
             node.fault = None
-        api.request.rpcapi.update_node(api.request.context, node,
-                                       utils.conductor_host(node))
+        with utils.node_rpc(self.node_ident):
+            api.request.rpcapi.update_node(api.request.context, node,
+                                           utils.conductor_host(node))
 
     @expose.expose(None, wsme.types.text, status_code=202)
     def put(self, reason=None):

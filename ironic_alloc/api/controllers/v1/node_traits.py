@@ -54,7 +54,8 @@ class NodeTraitsController(rest.RestController):
                 utils.check_list_length(
                     'traits', list(node.traits) + [trait],
                     api.request.cfg.api.max_traits)
-            rpcapi.add_node_trait(context, node.id, trait, host)
+            with utils.node_rpc(self.node_ident):
+                rpcapi.add_node_trait(context, node.id, trait, host)
             utils.set_location('nodes', self.node_ident, 'traits', trait)
             return
         if not isinstance(traits, list):
@@ -63,7 +64,9 @@ class NodeTraitsController(rest.RestController):
             utils.validate_trait(item)
         utils.check_list_length('traits', set(traits),
                                 api.request.cfg.api.max_traits)
-        rpcapi.set_node_traits(context, node.id, sorted(set(traits)), host)
+        with utils.node_rpc(self.node_ident):
+            rpcapi.set_node_traits(context, node.id, sorted(set(traits)),
+                                   host)
 
     @expose.expose(None, str, status_code=204)
     def delete(self, trait=None):
@@ -73,10 +76,12 @@ class NodeTraitsController(rest.RestController):
         context, rpcapi = api.request.context, api.request.rpcapi
         host = utils.conductor_host(node)
         if trait is None:
-            rpcapi.set_node_traits(context, node.id, [], host)
+            with utils.node_rpc(self.node_ident):
+                rpcapi.set_node_traits(context, node.id, [], host)
             return
         try:
-            rpcapi.remove_node_trait(context, node.id, trait, host)
+            with utils.node_rpc(self.node_ident):
+                rpcapi.remove_node_trait(context, node.id, trait, host)
         except exception.NodeTraitNotFound:
             # NOTE: the internal node id must not be shown.
             raise exception.NodeTraitNotFound(node_id=node.uuid,

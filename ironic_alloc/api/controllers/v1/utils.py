@@ -5,6 +5,7 @@ the feature and whose body names its versions.py constant; controllers
 never compare version numbers themselves.
 """
 
+import contextlib
 import json
 import re
 
@@ -500,6 +501,17 @@ def get_node(node_ident, rule=None):
     if rule is not None:
         access.authorize_node(rule, node)
     return node
+
+
+@contextlib.contextmanager
+def node_rpc(node_ident):
+    """Around an RPC about one node: a node deleted meanwhile is not
+    found by the identifier the client sent, never by the internal id the
+    conductor knows it by."""
+    try:
+        yield
+    except exception.NodeNotFound:
+        raise exception.NodeNotFound(node=node_ident) from None
 
 
 def get_query_node(node_ident):

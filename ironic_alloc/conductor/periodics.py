@@ -15,14 +15,12 @@ class PeriodicTasks:
     intervals change (SIGHUP).
 
     :param tasks: ``f(reloading)`` returning a list of (spacing in
-        seconds, callable, run at once); a spacing of 0 is left out.
-    :param spacings: ``f()`` returning the configured intervals; a change
-        makes restart_if_changed() restart the tasks.
+        seconds, callable, run at once), each read from the configuration
+        when called; a spacing of 0 disables its task.
     """
 
-    def __init__(self, tasks, spacings):
+    def __init__(self, tasks):
         self._tasks = tasks
-        self._spacings = spacings
         self._running_spacings = None
         self._worker = None
         self._thread = None
@@ -39,6 +37,9 @@ class PeriodicTasks:
         with self._lock:
             self._stopped = True
             self._stop()
+
+    def _spacings(self):
+        return tuple(spacing for spacing, _func, _now in self._tasks(False))
 
     def restart_if_changed(self):
         """:returns: True when the intervals changed and the tasks were

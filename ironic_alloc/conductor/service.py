@@ -73,8 +73,7 @@ class ConductorService:
             self.host, self.pool, self.allocation_worker, self.backend)
 
         self.registration.start_heartbeat()
-        self.periodic_tasks = periodics.PeriodicTasks(self._periodic_tasks,
-                                                      self._spacings)
+        self.periodic_tasks = periodics.PeriodicTasks(self._periodic_tasks)
         self.periodic_tasks.start()
 
         target = messaging.Target(topic=rpc.CONDUCTOR_TOPIC,
@@ -131,7 +130,7 @@ class ConductorService:
     # Periodic tasks
 
     def _periodic_tasks(self, reloading):
-        """Every part's periodic tasks; a spacing of 0 disables one."""
+        """Every part's periodic tasks."""
         return [
             (CONF.conductor.allocation_redrive_interval,
              self.takeover.redrive, True),
@@ -140,9 +139,3 @@ class ConductorService:
             (CONF.conductor.sync_local_state_interval,
              self.takeover.release_dead_locks, False),
         ] + self.backend.periodic_tasks(reloading)
-
-    def _spacings(self):
-        return (CONF.conductor.allocation_redrive_interval,
-                CONF.conductor.check_allocations_interval,
-                CONF.conductor.sync_local_state_interval,
-                ) + self.backend.periodic_spacings()

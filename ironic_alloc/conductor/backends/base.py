@@ -33,14 +33,10 @@ class AllocationBackend(metaclass=abc.ABCMeta):
 
         :param reloading: the tasks are restarted for new intervals, not
             started with the conductor.
-        :returns: list of (spacing in seconds, callable, run at once).
+        :returns: list of (spacing in seconds as configured, 0 when
+            disabled; callable; run at once).
         """
         return []
-
-    def periodic_spacings(self):
-        """The configured intervals of periodic_tasks() (a changed value
-        restarts the periodic tasks on reload)."""
-        return ()
 
     # Allocations
 

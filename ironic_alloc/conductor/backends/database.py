@@ -9,6 +9,17 @@ from oslo_utils import uuidutils
 from ironic_alloc.conductor.backends import base
 from ironic_alloc.conf import allocation as allocation_conf
 from ironic_alloc.conf import CONF
+from ironic_alloc.db import api as db_api
+
+
+def search(criteria):
+    """A batch of candidate node ids from a random point of the candidate
+    index."""
+    # NOTE: a random starting point spreads concurrent allocations over
+    # the candidate index so they rarely fight for one row.
+    return db_api.get_instance().get_allocation_candidates(
+        criteria, CONF.conductor.allocation_candidate_batch,
+        pivot=uuidutils.generate_uuid())
 
 
 class DatabaseBackend(base.AllocationBackend):
@@ -24,7 +35,7 @@ class DatabaseBackend(base.AllocationBackend):
         if allocation.name:
             named = self.dbapi.get_allocation_candidates(
                 criteria, 1, name=allocation.name)
-        return named, (None if named else self._search(criteria))
+        return named, (None if named else search(criteria))
 
     def reserve(self, context, allocation, criteria, conductor_id,
                 prefetched):
@@ -35,7 +46,7 @@ class DatabaseBackend(base.AllocationBackend):
                 return node_id
         for attempt in range(CONF.conductor.allocation_attempts):
             if batch is None:
-                batch = self._search(criteria)
+                batch = search(criteria)
             if not batch:
                 return None
             for node_id in batch:
@@ -46,10 +57,3 @@ class DatabaseBackend(base.AllocationBackend):
             # Every candidate was taken meanwhile (or locked): look again.
             time.sleep(random.uniform(0.01, 0.05) * (attempt + 1))
         return None
-
-    def _search(self, criteria):
-        # NOTE: a random starting point spreads concurrent allocations over
-        # the candidate index so they rarely fight for one row.
-        return self.dbapi.get_allocation_candidates(
-            criteria, CONF.conductor.allocation_candidate_batch,
-            pivot=uuidutils.generate_uuid())

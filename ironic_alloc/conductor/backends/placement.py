@@ -50,16 +50,11 @@ class PlacementBackend(base.AllocationBackend):
             self._sync_pool.shutdown(wait=graceful)
 
     def periodic_tasks(self, reloading=False):
-        if not CONF.placement.sync_interval:
-            return []
         # NOTE: at once at the start: nodes enrolled while no conductor
         # ran (or before the backend was switched) reach Placement only
         # through this pass.
         return [(CONF.placement.sync_interval, self.sync_all,
                  not reloading)]
-
-    def periodic_spacings(self):
-        return (CONF.placement.sync_interval,)
 
     # Allocations
 

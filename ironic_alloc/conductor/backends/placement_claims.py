@@ -19,11 +19,11 @@ list of consumers per provider is the record of what is left to release.
 import random
 
 from oslo_log import log
-from oslo_utils import uuidutils
 
 from ironic_alloc.common import exception
 from ironic_alloc.common import placement
 from ironic_alloc.common import states
+from ironic_alloc.conductor.backends import database
 from ironic_alloc.conductor.backends import placement_sync
 from ironic_alloc.conf import CONF
 from ironic_alloc.db import api as db_api
@@ -301,19 +301,13 @@ def reserve_some_node(context, client, allocation, criteria,
         # owner, our database's free nodes (a random part of the index)
         # are claimed directly, their providers repaired when they lag
         # behind, rather than answer "no candidate" falsely.
-        node_ids = _database_candidates(criteria)
+        node_ids = database.search(criteria)
         if not node_ids:
             return None
         node_id = claimer.try_nodes(node_ids)
         if node_id is not None:
             return node_id
     return None
-
-
-def _database_candidates(criteria):
-    return dbapi.get_allocation_candidates(
-        criteria, CONF.conductor.allocation_candidate_batch,
-        pivot=uuidutils.generate_uuid())
 
 
 def _try_providers(claimer):

@@ -160,10 +160,10 @@ def candidate_shape(criteria):
     return (bool(candidates), bool(owner), len(traits)), params
 
 
-# One constraint of the candidate search: a name, its WHERE clauses and
-# the sentence (formatted with the criteria) that explains why no node
-# passed it and the constraints before it.
-Constraint = collections.namedtuple('Constraint', 'name clauses reason')
+# One constraint of the candidate search: its WHERE clauses and the
+# sentence (formatted with the criteria) that explains why no node passed
+# it and the constraints before it.
+Constraint = collections.namedtuple('Constraint', 'clauses reason')
 
 
 def _rule_clause(condition):
@@ -188,29 +188,27 @@ def candidate_groups(shape):
     with_candidates, with_owner, trait_count = shape
     n = NODES.c
     groups = [
-        Constraint('resource class',
-                   [n.resource_class == _bind('c_resource_class',
-                                              n.resource_class)],
+        Constraint([n.resource_class == _bind('c_resource_class',
+                                               n.resource_class)],
                    'no node has resource class "%(resource_class)s"'),
-        Constraint('availability', PICKABLE_CLAUSES,
+        Constraint(PICKABLE_CLAUSES,
                    'no node of resource class "%(resource_class)s" is '
                    'available (' + picking.describe().replace('%', '%%')
                    + ')'),
     ]
     if with_candidates:
         groups.append(Constraint(
-            'candidate nodes',
             [n.uuid.in_(sa.bindparam('c_candidates', expanding=True))],
             'none of the candidate nodes %(candidate_uuids)s is an '
             'available node of resource class "%(resource_class)s"'))
     if with_owner:
         owner = _bind('c_owner', n.owner)
         groups.append(Constraint(
-            'owner', [sa.or_(n.owner == owner, n.lessee == owner)],
+            [sa.or_(n.owner == owner, n.lessee == owner)],
             'no available node of resource class "%(resource_class)s" is '
             'owned or leased by "%(owner)s"'))
     if trait_count:
-        groups.append(Constraint('traits', [
+        groups.append(Constraint([
             sa.exists().where(NODE_TRAITS.c.node_id == n.id,
                               NODE_TRAITS.c.trait == _bind(
                                   'c_trait_%d' % index,

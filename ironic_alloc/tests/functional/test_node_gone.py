@@ -32,6 +32,7 @@ class TestNodeDeletedMeanwhile(base.DbTestCase):
             return real(node)
 
         patcher = mock.patch.object(api_utils, 'conductor_host',
+                                    autospec=True,
                                     side_effect=delete_then_route)
         patcher.start()
         self.addCleanup(patcher.stop)

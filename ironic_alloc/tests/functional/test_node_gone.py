@@ -1,10 +1,12 @@
-"""A node deleted between the API's read and the conductor's lock is "not
+"""A node (or allocation) deleted between the API's read and the conductor's lock is "not
 found" by the identifier the client sent, never by its internal id."""
 
 import json
 from unittest import mock
 
+from ironic_alloc.api.controllers.v1 import allocation as allocation_api
 from ironic_alloc.api.controllers.v1 import utils as api_utils
+from ironic_alloc.conductor import rpcapi
 from ironic_alloc.db import api as db_api
 from ironic_alloc.tests import base
 from ironic_alloc.tests.functional import openapi
@@ -67,3 +69,62 @@ class TestNodeDeletedMeanwhile(base.DbTestCase):
                 self.assertEqual('Node %s could not be found.' % ident,
                                  fault['faultstring'],
                                  (method, suffix, node['uuid']))
+
+
+class TestAllocationDeletedMeanwhile(base.DbTestCase):
+    """The same for an allocation deleted between the API's read and its
+    change: "not found" by the UUID or name the client sent."""
+
+    def setUp(self):
+        super().setUp()
+        self.config(transport_url='fake://', auth_strategy='noauth')
+        self.config(host_ip='127.0.0.1', port=0, group='api')
+        self.api = self.useFixture(openapi.ServedAPI())
+
+    def _delete_before(self, module, name):
+        real = getattr(module, name)
+
+        def delete_then_call(*args, **kwargs):
+            # NOTE: called after the API read the allocation and before
+            # it writes or asks a conductor: the concurrent delete lands
+            # exactly in between.
+            dbapi = db_api.get_instance()
+            dbapi.destroy_allocation(
+                dbapi.get_allocation_by_name('going-away').id)
+            return real(*args, **kwargs)
+
+        return mock.patch.object(module, name, autospec=True,
+                                 side_effect=delete_then_call)
+
+    def _allocation(self):
+        status, allocation = self.api.json('POST', '/v1/allocations', {
+            'name': 'going-away', 'resource_class': 'none-such'})
+        self.assertEqual(201, status)
+        return allocation
+
+    def _assert_gone(self, method, url, body, name):
+        status, _h, data = self.api.request(
+            method, url, None if body is None else json.dumps(body),
+            _HEADERS)
+        self.assertEqual(404, status, (method, url, data))
+        fault = json.loads(json.loads(data)['error_message'])
+        self.assertEqual('Allocation %s could not be found.' % name,
+                         fault['faultstring'])
+
+    def test_patch(self):
+        for by_name in (False, True):
+            allocation = self._allocation()
+            ident = 'going-away' if by_name else allocation['uuid']
+            with self._delete_before(allocation_api, '_patched_values'):
+                self._assert_gone(
+                    'PATCH', '/v1/allocations/%s' % ident,
+                    [{'op': 'add', 'path': '/extra/a', 'value': 1}], ident)
+
+    def test_delete(self):
+        for by_name in (False, True):
+            allocation = self._allocation()
+            ident = 'going-away' if by_name else allocation['uuid']
+            with self._delete_before(rpcapi.ConductorAPI,
+                                     'get_random_conductor'):
+                self._assert_gone('DELETE', '/v1/allocations/%s' % ident,
+                                  None, ident)

@@ -10,6 +10,8 @@ Deletion is an RPC call to any live conductor, so a 204 means the node is
 already free and a 409 reaches the client.
 """
 
+import contextlib
+
 from oslo_log import log
 from oslo_utils import uuidutils
 import pecan
@@ -477,7 +479,8 @@ class AllocationsController(rest.RestController):
         for name, value in _patched_values(rpc_allocation, patch).items():
             if rpc_allocation[name] != value:
                 rpc_allocation[name] = value
-        rpc_allocation.save()
+        with _allocation_gone(allocation_ident):
+            rpc_allocation.save()
         if (rpc_allocation.node_id is not None
                 and rpc_allocation.node_id not in node_uuids):
             # NOTE: the conductor reserved a node since the read.
@@ -489,7 +492,19 @@ class AllocationsController(rest.RestController):
         """Delete an allocation, freeing its node (through a conductor)."""
         rpc_allocation = get_allocation(allocation_ident,
                                         'baremetal:allocation:delete')
-        _destroy(rpc_allocation)
+        with _allocation_gone(allocation_ident):
+            _destroy(rpc_allocation)
+
+
+@contextlib.contextmanager
+def _allocation_gone(ident):
+    """Around a change of an allocation read before: one deleted
+    meanwhile is not found by what the client named it by (``ident``),
+    never by the row id the database and the conductor know it by."""
+    try:
+        yield
+    except exception.AllocationNotFound:
+        raise exception.AllocationNotFound(allocation=ident) from None
 
 
 def _destroy(rpc_allocation):
@@ -499,13 +514,8 @@ def _destroy(rpc_allocation):
     # the second adds nothing new (the call then answers 503 in time).
     conductor = api.request.rpcapi.get_random_conductor(context,
                                                         recent=True)
-    try:
-        api.request.rpcapi.destroy_allocation(context, rpc_allocation.id,
-                                              conductor.hostname)
-    except exception.AllocationNotFound:
-        # NOTE: deleted by a concurrent request after we read it; the
-        # conductor only knows the row id, the caller knows the UUID.
-        raise exception.AllocationNotFound(allocation=rpc_allocation.uuid)
+    api.request.rpcapi.destroy_allocation(context, rpc_allocation.id,
+                                          conductor.hostname)
 
 
 class NodeAllocationController(rest.RestController):
@@ -529,7 +539,7 @@ class NodeAllocationController(rest.RestController):
         node = utils.get_node(self.node_ident)
         if node.allocation_id is None:
             raise exception.AllocationNotFound(
-                allocation='of node %s' % node.uuid)
+                allocation='of node %s' % self.node_ident)
         rpc_allocation = objects.Allocation.get_by_id(api.request.context,
                                                       node.allocation_id)
         access.authorize_allocation(rule, rpc_allocation)
@@ -546,4 +556,6 @@ class NodeAllocationController(rest.RestController):
     @expose.expose(None, status_code=204)
     def delete(self):
         """Delete the allocation of the node."""
-        _destroy(self._allocation('baremetal:allocation:delete')[1])
+        rpc_allocation = self._allocation('baremetal:allocation:delete')[1]
+        with _allocation_gone('of node %s' % self.node_ident):
+            _destroy(rpc_allocation)

@@ -160,7 +160,7 @@ class PlacementClient:
 def _is_write_race(exc):
     if isinstance(exc, exception.PlacementConflict):
         return exc.error_code == CONCURRENT_UPDATE
-    # NOTE: measured with openstack-placement 15.0.0 on PostgreSQL with
+    # NOTE: seen with openstack-placement 15.0.0 on PostgreSQL with
     # several workers: two PUTs of one provider's traits or aggregates
     # with the same generation can both insert the same row, and the
     # loser answers 500 ("current transaction is aborted") instead of a

@@ -5,11 +5,11 @@ opt_group = cfg.OptGroup(name='database',
                          title='Options for the database connection')
 
 # NOTE: connections a process keeps open between transactions.  A conductor
-# runs up to [conductor]workers_pool_size (16) allocations at once, each in
-# transactions of its own, plus its RPC and periodic work; with oslo.db's 5,
-# every burst past 5 opened connections that were closed again at check-in,
-# and opening one costs about 10 ms of CPU (client and PostgreSQL: password
-# exchange, a new server process, its catalog caches).
+# runs up to [conductor]workers_pool_size allocations at once, each in
+# transactions of its own, plus its RPC and periodic work; with oslo.db's
+# smaller default pool, every burst opened connections that were closed
+# again at check-in, and a new connection is expensive (client and
+# PostgreSQL: password exchange, a new server process, its catalog caches).
 POOL_SIZE = 20
 
 sqlite_opts = [

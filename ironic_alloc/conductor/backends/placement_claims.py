@@ -2,11 +2,11 @@
 
 An allocation claims one unit of its node's custom resource class on the
 node's resource provider, as Placement consumer ``allocation.uuid``.  The
-claim alone is never trusted: measured with openstack-placement on
-PostgreSQL with several workers, two consumers can both get a one-unit
-provider.  So every claim is followed by the database backend's own
-conditional reservation of the node, and a claim whose reservation loses
-is released again.  Our database stays the one truth of who holds a node;
+claim alone is never trusted: openstack-placement on PostgreSQL with
+several workers can give a one-unit provider to two consumers at once.
+So every claim is followed by the database backend's own conditional
+reservation of the node, and a claim whose reservation loses is released
+again.  Our database stays the one truth of who holds a node;
 Placement only narrows the search and keeps other users of Placement
 (Nova...) informed.
 

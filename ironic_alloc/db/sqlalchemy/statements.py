@@ -3,9 +3,9 @@
 Every allocation runs these (its creation, the conductor's candidate search
 and reservation, its reads and its deletion).  Built once with bind
 parameters and run on a plain connection, a statement skips SQLAlchemy's
-expression building and the ORM's loading on every call: reading one
-allocation on PostgreSQL took 0.73 ms of CPU through the ORM and 0.33 ms
-this way.  The engine caches their compiled forms.
+expression building and the ORM's loading on every call, work that
+weighs on statements this short.  The engine caches their compiled
+forms.
 
 The constraints of the candidate search live here, in one place
 (``candidate_groups``): the search, the reservation's guard and the
@@ -50,8 +50,8 @@ ALLOCATION_BY = {
 
 # The same, with its node's UUID as "node_uuid" (NULL without a node).
 # NOTE: a scalar subquery rather than an outer join: the same answer, and
-# PostgreSQL plans it in half the time (0.065 against 0.15 ms), for the
-# statement every poll of an allocation runs.
+# PostgreSQL plans it faster, for the statement every poll of an
+# allocation runs.
 _NODE_UUID_OF_ALLOCATION = sa.select(NODES.c.uuid).where(
     NODES.c.id == ALLOCATIONS.c.node_id).scalar_subquery()
 

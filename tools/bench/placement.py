@@ -21,8 +21,8 @@ import urllib.parse
 import urllib.request
 
 from ironic_alloc.conductor.backends import placement_sync
+from ironic_alloc.tests.servers import placement_server
 from tools.bench import checks as checks_mod
-from tools import placement_server
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))

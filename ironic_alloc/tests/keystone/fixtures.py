@@ -31,7 +31,7 @@ import uuid
 from keystoneauth1.identity import v3
 from keystoneauth1 import session as ks_session
 
-from tools import tool_server
+from ironic_alloc.tests.servers import gunicorn_server
 
 # NOTE: computed at import: oslotest points tempfile at a per-test
 # directory that is removed when the test ends, and Keystone outlives the
@@ -59,13 +59,13 @@ class KeystoneError(Exception):
 
 
 def keystone_venv_path():
-    return tool_server.venv_path('IRONIC_ALLOC_KEYSTONE_VENV',
+    return gunicorn_server.venv_path('IRONIC_ALLOC_KEYSTONE_VENV',
                                  '.venv-keystone')
 
 
 def missing_reason(venv=None):
     """Why Keystone cannot be run here, or None when it can."""
-    return tool_server.missing_reason(
+    return gunicorn_server.missing_reason(
         'Keystone', venv or keystone_venv_path(),
         ('keystone-manage', 'gunicorn'), 'IRONIC_ALLOC_KEYSTONE_VENV',
         SETUP_HINT)
@@ -91,7 +91,7 @@ def _answers_v3(url):
     return False
 
 
-class _Server(tool_server.GunicornServer):
+class _Server(gunicorn_server.GunicornServer):
     """One gunicorn process serving Keystone with one configuration file.
 
     NOTE: Keystone parses the process's command line as its own
@@ -123,9 +123,9 @@ class _Server(tool_server.GunicornServer):
         if not super().start(self._settings):
             raise KeystoneError(
                 'Keystone (gunicorn) did not answer GET %s/v3 within %ds; '
-                'log %s:\n%s' % (self.url, tool_server.START_TIMEOUT,
-                                 self.log_path,
-                                 tool_server.read_log(self.log_path)[-20000:]))
+                'log %s:\n%s' % (
+                    self.url, gunicorn_server.START_TIMEOUT, self.log_path,
+                    gunicorn_server.read_log(self.log_path)[-20000:]))
 
 
 class Keystone:
@@ -240,7 +240,8 @@ class Keystone:
                      'public/gunicorn.log', 'short-tokens/gunicorn.log'):
             path = os.path.join(self.workdir or '', name)
             if os.path.exists(path):
-                parts.append('--- %s\n%s' % (name, tool_server.read_log(path)[-10000:]))
+                parts.append('--- %s\n%s' % (
+                    name, gunicorn_server.read_log(path)[-10000:]))
         return '\n'.join(parts)
 
     def cleanup(self):

@@ -1,13 +1,14 @@
 """A real OpenStack Placement for the placement tier: the server of
-tools/placement_server.py (see there: SQLite or PostgreSQL, gunicorn on
-loopback) plus the [placement] configuration of our client for it.
+ironic_alloc/tests/servers/placement_server.py (see there: SQLite or
+PostgreSQL, gunicorn on loopback) plus the [placement] configuration of
+our client for it.
 """
 
 from keystoneauth1 import loading as ks_loading
 from oslo_config import cfg
 
 from ironic_alloc.conf import placement as placement_conf
-from tools import placement_server
+from ironic_alloc.tests.servers import placement_server
 
 DEFAULT_PG_URL = placement_server.DEFAULT_PG_URL
 TOKEN = placement_server.TOKEN

@@ -9,13 +9,13 @@ import sys
 import fixtures
 
 from ironic_alloc.tests import base
+from ironic_alloc.tests.servers import placement_server
 from ironic_alloc.tests.unit import test_bench
 from tools.bench import cli
 from tools.bench import placement
 from tools.bench import report
 from tools.bench import runner
 from tools.bench import service
-from tools import placement_server
 
 
 class TestServiceOptions(base.TestCase):

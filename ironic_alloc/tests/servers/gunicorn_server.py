@@ -1,19 +1,19 @@
 """Third-party services the test tiers run under gunicorn (Keystone,
 Placement), each from a virtualenv of its own (tools/setup-*-venv.sh).
 
-The tests and the benchmark only talk HTTP to them; this module finds the
-virtualenv, runs the gunicorn process on a free loopback port and stops
-it.
+The tests (and the benchmark, tools/bench) only talk HTTP to them; this
+module finds the virtualenv, runs the gunicorn process on a free loopback
+port and stops it.
 """
 
 import os
 import signal
+import socket
 import subprocess
 import time
 
-from tools.bench import service as bench_service
-
-REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REPO_ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__),
+                                         '..', '..', '..'))
 
 # Bounds on waiting: they only keep a hang from stalling the run.
 START_TIMEOUT = 60
@@ -35,6 +35,13 @@ def missing_reason(what, venv, executables, env_var, hint):
             return ('%s virtualenv not found: %s is missing (%s; %s selects '
                     'another place)' % (what, path, hint, env_var))
     return None
+
+
+def free_port():
+    """A loopback TCP port that was free a moment ago."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(('127.0.0.1', 0))
+        return sock.getsockname()[1]
 
 
 def read_log(path):
@@ -73,7 +80,7 @@ class GunicornServer:
         :returns: False when it did not get ready (its log says why).
         """
         for attempt in range(3):
-            self.port = bench_service.free_port()
+            self.port = free_port()
             argv = [self.gunicorn] + list(arguments(self.port))
             with open(self.log_path, 'ab') as log:
                 log.write(('--- start %d on port %d\n'

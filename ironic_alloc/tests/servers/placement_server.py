@@ -1,5 +1,5 @@
 """A real OpenStack Placement on loopback, for the placement test tier and
-the benchmark's placement backend (tools/bench).
+the benchmark's placement backend (tools/bench imports it from here).
 
 ``PlacementServer`` writes a placement.conf (``[api] auth_strategy =
 noauth2``, ``[placement_database] connection``), creates the schema with
@@ -31,7 +31,7 @@ import uuid
 
 import sqlalchemy as sa
 
-from tools import tool_server
+from ironic_alloc.tests.servers import gunicorn_server
 
 # NOTE: computed at import: oslotest points tempfile at a per-test
 # directory that is removed when the test ends, and Placement outlives the
@@ -61,13 +61,13 @@ class DatabaseServerMissing(PlacementError):
 
 
 def placement_venv_path():
-    return tool_server.venv_path('IRONIC_ALLOC_PLACEMENT_VENV',
+    return gunicorn_server.venv_path('IRONIC_ALLOC_PLACEMENT_VENV',
                                  '.venv-placement')
 
 
 def missing_reason(venv=None):
     """Why Placement cannot be run here, or None when it can."""
-    return tool_server.missing_reason(
+    return gunicorn_server.missing_reason(
         'Placement', venv or placement_venv_path(),
         ('placement-manage', 'gunicorn'), 'IRONIC_ALLOC_PLACEMENT_VENV',
         SETUP_HINT)
@@ -217,7 +217,7 @@ class PlacementServer:
         self._write_conf(self._connection())
         self._manage('db', 'sync')
         env = dict(os.environ, OS_PLACEMENT_CONFIG_DIR=self.workdir)
-        self.server = tool_server.GunicornServer(
+        self.server = gunicorn_server.GunicornServer(
             self.venv, self.workdir,
             os.path.join(self.workdir, 'gunicorn.log'),
             _answers_with_noauth2)
@@ -236,8 +236,8 @@ class PlacementServer:
             raise PlacementError(
                 'Placement (gunicorn) did not answer GET %s/resource_'
                 'providers within %ds; log %s:\n%s'
-                % (self.url, tool_server.START_TIMEOUT, log_path,
-                   tool_server.read_log(log_path)[-20000:]))
+                % (self.url, gunicorn_server.START_TIMEOUT, log_path,
+                   gunicorn_server.read_log(log_path)[-20000:]))
 
     def stop(self):
         if self.server is not None:
@@ -249,7 +249,8 @@ class PlacementServer:
         for name in ('placement.log', 'gunicorn.log'):
             path = os.path.join(self.workdir or '', name)
             if os.path.exists(path):
-                parts.append('--- %s\n%s' % (name, tool_server.read_log(path)[-10000:]))
+                parts.append('--- %s\n%s' % (
+                    name, gunicorn_server.read_log(path)[-10000:]))
         return '\n'.join(parts)
 
     def cleanup(self):

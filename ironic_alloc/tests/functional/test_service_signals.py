@@ -22,9 +22,9 @@ import requests
 import sqlalchemy as sa
 from testtools import content
 
+from ironic_alloc.tests import db_rows
+
 BIN_DIR = os.path.dirname(sys.executable)
-REPO_ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__),
-                                         '..', '..', '..'))
 # Bounds on waiting: they only keep a hang from stalling the run.
 START_TIMEOUT = 60
 WAIT_TIMEOUT = 30
@@ -155,19 +155,10 @@ class ServiceProcessTestCase(oslo_base.BaseTestCase):
     def insert_allocating(self, conductor_id, count):
         """``count`` available nodes and as many allocating allocations
         owned by the conductor, as POST /v1/allocations writes them."""
-        from ironic_alloc.db.sqlalchemy import models
-        if REPO_ROOT not in sys.path:
-            sys.path.append(REPO_ROOT)
-        from tools.bench import bulk
-        bulk.load_nodes(self.db_url, count, RESOURCE_CLASS,
-                        name_prefix=self.host)
-        rows = [{'uuid': str(uuid.uuid4()), 'state': 'allocating',
-                 'resource_class': RESOURCE_CLASS, 'traits': [],
-                 'candidate_nodes': [], 'extra': {},
-                 'conductor_affinity': conductor_id}
-                for _ in range(count)]
-        with self.engine.begin() as conn:
-            conn.execute(models.Allocation.__table__.insert(), rows)
+        db_rows.insert_available_nodes(self.engine, count, RESOURCE_CLASS,
+                                       self.host)
+        db_rows.insert_allocating_allocations(self.engine, count,
+                                              RESOURCE_CLASS, conductor_id)
 
     def allocation_states(self):
         with self.engine.connect() as conn:

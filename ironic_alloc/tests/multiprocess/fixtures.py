@@ -36,6 +36,7 @@ import requests
 import sqlalchemy as sa
 
 from ironic_alloc.tests import base
+from ironic_alloc.tests import db_rows
 
 DEFAULT_DB = ('postgresql+psycopg2://openstack_citest:openstack_citest@'
               '127.0.0.1:5433/ironic_alloc_multiprocess')
@@ -313,26 +314,14 @@ class Cluster:
 
     def load_nodes(self, count):
         """Insert ``count`` available nodes; returns their uuids."""
-        if REPO_ROOT not in sys.path:
-            sys.path.append(REPO_ROOT)
-        from tools.bench import bulk
-        uuids, _ = bulk.load_nodes(self.db_url, count, RESOURCE_CLASS,
-                                   name_prefix='mp-%s' % self.suffix)
-        return uuids
+        return db_rows.insert_available_nodes(
+            self.engine, count, RESOURCE_CLASS, 'mp-%s' % self.suffix)
 
     def insert_allocations(self, count, conductor_id):
         """Write ``count`` allocating allocations owned by a conductor,
         as POST /v1/allocations does; returns their uuids."""
-        from ironic_alloc.db.sqlalchemy import models
-        import uuid as uuid_mod
-        rows = [{'uuid': str(uuid_mod.uuid4()), 'state': 'allocating',
-                 'resource_class': RESOURCE_CLASS, 'traits': [],
-                 'candidate_nodes': [], 'extra': {},
-                 'conductor_affinity': conductor_id}
-                for _ in range(count)]
-        with self.engine.begin() as conn:
-            conn.execute(models.Allocation.__table__.insert(), rows)
-        return [r['uuid'] for r in rows]
+        return db_rows.insert_allocating_allocations(
+            self.engine, count, RESOURCE_CLASS, conductor_id)
 
     # Processes
 

@@ -1,0 +1,50 @@
+"""The rows the process tests write straight into the database
+(ironic_alloc/tests/db_rows.py) are what the service reads as available
+nodes and allocations in flight."""
+
+from ironic_alloc.common import states
+from ironic_alloc import objects
+from ironic_alloc.tests import base
+from ironic_alloc.tests import db_rows
+
+
+class TestDbRows(base.DbTestCase):
+
+    def test_nodes_are_available(self):
+        uuids = db_rows.insert_available_nodes(self.db.engine, 3, 'rows',
+                                               'loaded')
+        self.assertEqual(3, len(set(uuids)))
+        nodes = [objects.Node.get_by_uuid(self.context, node_uuid)
+                 for node_uuid in uuids]
+        self.assertEqual(['loaded-000000', 'loaded-000001', 'loaded-000002'],
+                         [node.name for node in nodes])
+        for node in nodes:
+            self.assertEqual(states.AVAILABLE, node.provision_state)
+            self.assertIsNone(node.target_provision_state)
+            self.assertEqual(states.POWER_OFF, node.power_state)
+            self.assertEqual('rows', node.resource_class)
+            self.assertEqual(db_rows.DRIVER, node.driver)
+            self.assertFalse(node.maintenance)
+            self.assertIsNone(node.instance_uuid)
+            self.assertIsNone(node.allocation_id)
+            self.assertEqual({}, node.properties)
+            self.assertIsNotNone(node.created_at)
+
+    def test_allocations_are_in_flight(self):
+        uuids = db_rows.insert_allocating_allocations(self.db.engine, 2,
+                                                      'rows', 7)
+        allocations = [objects.Allocation.get_by_uuid(self.context, uuid)
+                       for uuid in uuids]
+        for allocation in allocations:
+            self.assertEqual(states.ALLOCATING, allocation.state)
+            self.assertEqual('rows', allocation.resource_class)
+            self.assertEqual(7, allocation.conductor_affinity)
+            self.assertIsNone(allocation.node_id)
+            self.assertEqual([], allocation.traits)
+
+    def test_nothing_to_insert(self):
+        self.assertEqual([], db_rows.insert_available_nodes(
+            self.db.engine, 0, 'rows', 'none'))
+        self.assertEqual([], db_rows.insert_allocating_allocations(
+            self.db.engine, 0, 'rows', 7))
+        self.assertEqual([], objects.Node.list(self.context))

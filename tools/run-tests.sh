@@ -1,7 +1,8 @@
 #!/bin/bash
 # Install ironic_alloc and its test dependencies into .venv (when needed)
-# and run the unit and functional tests on SQLite.  Tests that need
-# PostgreSQL, MariaDB or RabbitMQ skip, with the reason, when the server is
+# and run the unit and functional tests on SQLite, then the benchmark's
+# own tests (tools/bench/tests).  Tests that need PostgreSQL, MariaDB,
+# RabbitMQ or the Placement virtualenv skip, with the reason, when it is
 # not there (CI=true makes them fail instead; see
 # doc/source/contributor/testing.rst).  .ci/run runs every tier with every
 # server.
@@ -16,9 +17,10 @@ ensure_venv requirements.txt test-requirements.txt || exit 1
 
 export OS_STDOUT_CAPTURE=1 OS_STDERR_CAPTURE=1 OS_LOG_CAPTURE=1
 status=0
-for tier in unit functional; do
-    echo "[$(date +%H:%M:%S)] $tier tests" >&2
-    "$VENV/bin/stestr" --test-path="./ironic_alloc/tests/$tier" run || status=1
+for test_path in ironic_alloc/tests/unit ironic_alloc/tests/functional \
+        tools/bench/tests; do
+    echo "[$(date +%H:%M:%S)] tests in $test_path" >&2
+    "$VENV/bin/stestr" --test-path="./$test_path" run || status=1
 done
 if ((status)); then
     echo "Some tests failed." >&2

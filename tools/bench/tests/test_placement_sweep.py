@@ -2,7 +2,9 @@
 ``python -m tools.bench sweep --backend placement`` starts a real
 Placement on a PostgreSQL database of its own and a standalone service
 with [allocation]backend = placement, waits for the sync, allocates,
-deletes and checks that no claim is left in Placement."""
+deletes and checks that no claim is left in Placement.  Without the
+Placement virtualenv or the PostgreSQL server the test skips (fails with
+CI=true)."""
 
 import json
 import os
@@ -13,16 +15,17 @@ import tempfile
 import sqlalchemy as sa
 
 from ironic_alloc.tests import base
-from ironic_alloc.tests.clients import fixtures as client_fixtures
-from ironic_alloc.tests.placement import fixtures as pl_fixtures
+from ironic_alloc.tests.servers import placement_server
 
+REPO_ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__),
+                                         '..', '..', '..'))
 # A bound on the whole sweep: it only keeps a hang from stalling the run.
 SWEEP_TIMEOUT = 150
 
 
 def _postgres_problem():
     url = os.environ.get('IRONIC_ALLOC_PLACEMENT_PG') or \
-        pl_fixtures.DEFAULT_PG_URL
+        placement_server.DEFAULT_PG_URL
     engine = sa.create_engine(url)
     try:
         with engine.connect():
@@ -36,7 +39,7 @@ def _postgres_problem():
 class TestBenchPlacementBackend(base.TestCase):
 
     def test_tiny_sweep(self):
-        reason = pl_fixtures.missing_reason() or _postgres_problem()
+        reason = placement_server.missing_reason() or _postgres_problem()
         if reason:
             base.skip_or_fail(self, reason)
         workdir = tempfile.mkdtemp(prefix='bench-placement-test-')
@@ -48,7 +51,7 @@ class TestBenchPlacementBackend(base.TestCase):
              '--allocations', '10', '--concurrency', '4',
              '--placement-sync-interval', '1', '--no-progress',
              '--workdir-root', workdir, '--json', out],
-            cwd=client_fixtures.REPO_ROOT, capture_output=True, text=True,
+            cwd=REPO_ROOT, capture_output=True, text=True,
             timeout=SWEEP_TIMEOUT, stdin=subprocess.DEVNULL)
         self.assertEqual(0, proc.returncode,
                          'stdout:\n%s\nstderr:\n%s'

@@ -10,12 +10,12 @@ import fixtures
 
 from ironic_alloc.tests import base
 from ironic_alloc.tests.servers import placement_server
-from ironic_alloc.tests.unit import test_bench
 from tools.bench import cli
 from tools.bench import placement
 from tools.bench import report
 from tools.bench import runner
 from tools.bench import service
+from tools.bench.tests import test_bench
 
 
 class TestServiceOptions(base.TestCase):

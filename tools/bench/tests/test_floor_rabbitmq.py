@@ -1,15 +1,16 @@
 """``python -m tools.bench floor`` with RabbitMQ: the cast part.
 
 A sender process casts to an RPC server in the command's process through
-the tier's broker; the command fails unless every cast arrives.  It takes
-the tier's lock: the other tests of the tier restart the broker.
+the broker and on the database of the multi-process tier
+(tools/test-multiprocess-setup.sh; without them the test skips, or fails
+with CI=true).  It takes that tier's lock: its tests restart the broker.
 """
 
 import fixtures
 from oslotest import base as oslo_base
 
-from ironic_alloc.tests.functional import test_bench_floor as floor_test
 from ironic_alloc.tests.multiprocess import fixtures as mp
+from tools.bench.tests import test_floor as floor_test
 
 
 class TestFloorWithABroker(oslo_base.BaseTestCase):

@@ -1,9 +1,10 @@
 """``python -m tools.bench floor`` end to end, with the in-process transport.
 
-The real command in a child process, on the tier's database: it forks the
-HTTP servers, runs its transactions on a scratch table and drops it.  The
-cast needs a broker; the multi-process tier measures it.  Its numbers are
-never asserted, only that each part was measured.
+The real command in a child process, on an SQLite file of the test (or the
+database IRONIC_ALLOC_TEST_DB names): it forks the HTTP servers, runs its
+transactions on a scratch table and drops it.  The cast needs a broker;
+test_floor_rabbitmq.py measures it.  Its numbers are never asserted, only
+that each part was measured.
 """
 
 import json
@@ -58,8 +59,9 @@ class TestFloorCommand(oslo_base.BaseTestCase):
 
     def test_every_part_but_the_cast(self):
         self.useFixture(fixtures.Timeout(240, gentle=True))
-        # NOTE: the tier's server database, or a SQLite file of this test
-        # (base.test_database_url() would wipe this worker's own file).
+        # NOTE: a server database if one is named, else an SQLite file of
+        # this test (base.test_database_url() would wipe this worker's own
+        # file).
         db_url = os.environ.get('IRONIC_ALLOC_TEST_DB') or 'sqlite:///%s' % (
             os.path.join(self.useFixture(fixtures.TempDir()).path,
                          'floor.sqlite'))

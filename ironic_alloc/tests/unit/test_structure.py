@@ -3,6 +3,8 @@
 * The import layering rule of doc/source/contributor/architecture.rst
   ("Layers"), checked by parsing the imports (``ast``) of every module of
   each package.
+* Nothing under ironic_alloc, its tests included, imports the developer
+  tools of the repository (``tools``).
 * Only the backend package asks which allocation backend runs.
 * No entry point monkey-patches the standard library: ironic_alloc runs on
   native threads, and eventlet (still installed by oslo.service) must stay
@@ -15,6 +17,8 @@ import json
 import os
 import subprocess
 import sys
+
+import fixtures
 
 from ironic_alloc.tests import base
 
@@ -82,11 +86,13 @@ def imported_modules(path):
     return found
 
 
-def package_modules():
-    """{module name: path} of ironic_alloc, tests excluded."""
+def package_modules(tests=False):
+    """{module name: path} of ironic_alloc, tests excluded unless
+    ``tests``."""
+    skipped = ('__pycache__',) if tests else ('tests', '__pycache__')
     modules = {}
     for root, dirs, files in os.walk(PACKAGE_DIR):
-        dirs[:] = [d for d in dirs if d not in ('tests', '__pycache__')]
+        dirs[:] = [d for d in dirs if d not in skipped]
         for name in files:
             if name.endswith('.py'):
                 path = os.path.join(root, name)
@@ -326,3 +332,52 @@ class TestBackendSeam(base.TestCase):
                          imported_modules(path))
         with open(path) as f:
             self.assertNotIn('self.service', f.read())
+
+
+# The repository's developer tools (the benchmark, scripts): they may use
+# ironic_alloc, never the other way round, so that the product and its
+# tests stand without them.
+TOOLS_PACKAGE = 'tools'
+
+
+def tools_imports(modules):
+    """[(module, imported module)] of ``modules`` ({name: path}) that
+    import the tools package or anything in it."""
+    return [(module, imported)
+            for module, path in sorted(modules.items())
+            for imported in sorted(imported_modules(path))
+            if _within(imported, TOOLS_PACKAGE)]
+
+
+class TestToolsApart(base.TestCase):
+
+    def test_parser_sees_every_form_of_import(self):
+        path = os.path.join(self.useFixture(fixtures.TempDir()).path,
+                            'user.py')
+        with open(path, 'w') as f:
+            f.write('import tools\n'
+                    'import tools.bench.cli as cli\n'
+                    'from tools.bench import bulk\n'
+                    'from tools import placement\n'
+                    "__import__('tools.bench.floor')\n"
+                    "importlib.import_module('tools.bench.sweep')\n"
+                    'import toolsmith\n')
+        self.assertEqual(
+            [('user', 'tools'), ('user', 'tools.bench'),
+             ('user', 'tools.bench.cli'), ('user', 'tools.bench.floor'),
+             ('user', 'tools.bench.sweep')],
+            tools_imports({'user': path}))
+
+    def test_tests_are_walked(self):
+        modules = package_modules(tests=True)
+        self.assertIn('ironic_alloc.tests.unit.test_structure', modules)
+        self.assertIn('ironic_alloc.api.app', modules)
+
+    def test_nothing_in_ironic_alloc_imports_tools(self):
+        found = tools_imports(package_modules(tests=True))
+        self.assertEqual(
+            [], found,
+            'Modules of ironic_alloc (tests included) that import the '
+            "repository's tools; move what they need under ironic_alloc "
+            '(for tests: ironic_alloc/tests):\n%s' % '\n'.join(
+                '  %s imports %s' % item for item in found))

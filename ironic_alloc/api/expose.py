@@ -5,7 +5,6 @@ import inspect
 
 from oslo_db import exception as db_exc
 from oslo_log import log
-import pecan.util
 from sqlalchemy import exc as sa_exc
 import wsme
 from wsmeext import pecan as wsme_pecan
@@ -18,8 +17,9 @@ DB_UNAVAILABLE = ('The database is unavailable. The request may be '
                   'retried.')
 
 
-def _hide_unexpected_errors(f):
-    """Turn an exception without an HTTP status into a bare 500.
+class _HideUnexpectedErrors:
+    """A controller method that turns an exception without an HTTP status
+    into a bare 500.
 
     WSME answers any exception with its ``str()``; for errors we did not
     anticipate (a driver message, an SQL fragment) that may leak internals,
@@ -27,10 +27,26 @@ def _hide_unexpected_errors(f):
     message.  Our exceptions and WSME's client errors carry ``code`` and
     pass through unchanged.
     """
-    @functools.wraps(f)
-    def wrapper(self, *args, **kwargs):
+
+    def __init__(self, method):
+        functools.update_wrapper(self, method)
+        self._method = method
+        self._signature = inspect.signature(method)
+
+    @property
+    def __signature__(self):
+        # NOTE: WSME reads the arguments of the method it exposes, and gives
+        # them to Pecan, from its signature (Python's __signature__
+        # protocol): this is the method's own.  A property, not an
+        # attribute, so that it is not copied (functools.wraps) onto the
+        # function WSME wraps around this one, which Pecan's RestController
+        # routes by, exactly as for a plain wsexpose.
+        return self._signature
+
+    def __call__(self, controller, *args, **kwargs):
+        f = self._method
         try:
-            return f(self, *args, **kwargs)
+            return f(controller, *args, **kwargs)
         except (exception.IronicAllocException, wsme.exc.ClientSideError):
             raise
         except (db_exc.DBConnectionError, db_exc.DBNonExistentDatabase,
@@ -48,9 +64,6 @@ def _hide_unexpected_errors(f):
             LOG.exception('Unexpected error in %s', f.__qualname__)
             raise exception.IronicAllocException(
                 'An internal error occurred; see the API service log.')
-    # NOTE: WSME reads the argument names of the exposed method from here.
-    wrapper._wsme_original_func = f
-    return wrapper
 
 
 def expose(*args, **kwargs):
@@ -58,10 +71,6 @@ def expose(*args, **kwargs):
     kwargs.setdefault('rest_content_types', ('json',))
 
     def decorate(f):
-        exposed = wsme_pecan.wsexpose(*args, **kwargs)(
-            _hide_unexpected_errors(f))
-        # NOTE: Pecan maps URL segments and parameters to the arguments of
-        # the original method, as with a plain wsexpose.
-        pecan.util._cfg(exposed)['argspec'] = inspect.getfullargspec(f)
-        return exposed
+        return wsme_pecan.wsexpose(*args, **kwargs)(
+            _HideUnexpectedErrors(f))
     return decorate

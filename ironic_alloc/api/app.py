@@ -11,13 +11,13 @@ from oslo_middleware import http_proxy_to_wsgi
 from oslo_middleware import request_id
 import pecan
 
-from ironic_alloc.api.controllers import routing
 from ironic_alloc.api.controllers.v1 import negotiation
 from ironic_alloc.api import healthcheck
 from ironic_alloc.api import hooks
 from ironic_alloc.api.middleware import auth
 from ironic_alloc.api.middleware import input_limits
 from ironic_alloc.api.middleware import parsable_error
+from ironic_alloc.common import compat
 from ironic_alloc.conf import CONF
 
 LOG = log.getLogger(__name__)
@@ -62,7 +62,10 @@ def get_pecan_config():
 def setup_app(conf=CONF):
     """Build the whole WSGI application for ``conf``."""
     pecan_config = get_pecan_config()
-    routing.cache_signatures()
+    try:
+        compat.cache_pecan_signatures()
+    except compat.LibraryChanged as exc:
+        LOG.error('%s', exc)
     # NOTE: WSME reads its ``debug`` (tracebacks in debuginfo) from Pecan's
     # global configuration, not from the application: one API per process.
     pecan.configuration.set_config({'wsme': dict(pecan_config.wsme)})

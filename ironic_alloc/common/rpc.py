@@ -13,6 +13,7 @@ import oslo_messaging as messaging
 from oslo_messaging import opts as messaging_opts
 from oslo_messaging.rpc import dispatcher
 
+from ironic_alloc.common import compat
 from ironic_alloc.common import context as ia_context
 from ironic_alloc.common import exception
 from ironic_alloc.common import release_mappings
@@ -74,12 +75,10 @@ class _ReplyQueueSetup:
     known to be unreachable and callers answer at once.
     """
 
-    def __init__(self, transport):
-        # NOTE: a private driver method: oslo.messaging has no public way
-        # to create the reply queue without sending a call.  Drivers
-        # without one (the in-process fake driver) need no set-up.
-        self._create = getattr(getattr(transport, '_driver', None),
-                               '_get_reply_q', None)
+    def __init__(self, create):
+        """:param create: the function that creates the queue, or None
+            when the transport needs none (in-process ``fake://``)."""
+        self._create = create
         self.ready = threading.Event()
         self._thread = None
         self._started_at = None
@@ -137,12 +136,24 @@ class _ReplyQueueSetup:
 _REPLY_QUEUE = None
 
 
+def _reply_queue_creator(transport, conf=CONF):
+    if messaging.TransportURL.parse(conf).transport == 'fake':
+        return None
+    try:
+        return compat.rpc_reply_queue_creator(transport)
+    except compat.LibraryChanged as exc:
+        # NOTE: calls then create the queue themselves, as oslo.messaging
+        # does without this set-up.
+        LOG.error('%s', exc)
+        return None
+
+
 def _reply_queue():
     global _REPLY_QUEUE
     transport = init()
     with _LOCK:
         if _REPLY_QUEUE is None:
-            _REPLY_QUEUE = _ReplyQueueSetup(transport)
+            _REPLY_QUEUE = _ReplyQueueSetup(_reply_queue_creator(transport))
         return _REPLY_QUEUE
 
 

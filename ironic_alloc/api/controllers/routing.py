@@ -1,16 +1,12 @@
 """Direct routes for the most frequent requests.
 
 Pecan's RestController finds its way by inspecting the signatures of the
-controllers on every request (``getargspec``, which builds a namedtuple
-class each time): about a fifth of the CPU of
+controllers on every request, a large part of the CPU of
 ``GET /v1/allocations/{uuid}``.  The routes here give the same answers for
 the plain cases and leave everything else to Pecan.
 """
 
-import threading
-
 from pecan import rest
-from pecan import util as pecan_util
 
 # (method, number of path segments left) -> the RestController method.
 _PLAIN_ACTIONS = {('GET', 1): 'get_one', ('POST', 0): 'post',
@@ -40,35 +36,3 @@ def plain_action(controller, args, request):
                  or hasattr(controller, args[0])):
         return None
     return getattr(controller, name), list(args)
-
-
-_signatures_cached = threading.Lock()
-
-
-def cache_signatures():
-    """Make Pecan inspect each controller's signature once.
-
-    Pecan still inspects a signature twice per request (the root's
-    ``_route`` and the controller it calls), and each inspection builds a
-    namedtuple class: about 60 us each.  Signatures do not change while
-    the process runs, so the answers are kept, per function.
-    """
-    with _signatures_cached:
-        inspect = pecan_util._getargspec
-        if getattr(inspect, 'cached', False):
-            return
-        answers = {}
-
-        def getargspec(func):
-            # NOTE: a bound method has the signature of its function.
-            key = getattr(func, '__func__', func)
-            try:
-                return answers[key]
-            except KeyError:
-                answer = answers[key] = inspect(func)
-                return answer
-            except TypeError:  # unhashable: not a plain function
-                return inspect(func)
-
-        getargspec.cached = True
-        pecan_util._getargspec = getargspec

@@ -2,6 +2,8 @@
 
 import threading
 
+import oslo_messaging as messaging
+
 from ironic_alloc.common import exception
 from ironic_alloc.common import rpc
 from ironic_alloc.tests import base
@@ -10,7 +12,8 @@ from ironic_alloc.tests import base
 class _Driver:
     """Stands in for oslo.messaging's AMQP driver, whose reply-queue set-up
     blocks while the broker is unreachable: a real broker is outside a
-    unit test (the multi-process tier stops a real RabbitMQ)."""
+    unit test (the multi-process tier stops a real RabbitMQ;
+    test_compat.py checks the driver's own set-up function)."""
 
     def __init__(self):
         self.broker_up = threading.Event()
@@ -20,7 +23,7 @@ class _Driver:
         self.most_in_flight = 0
         self._lock = threading.Lock()
 
-    def _get_reply_q(self):
+    def create_reply_queue(self):
         with self._lock:
             self.attempts += 1
             self.in_flight += 1
@@ -36,17 +39,12 @@ class _Driver:
                 self.in_flight -= 1
 
 
-class _Transport:
-    def __init__(self, driver):
-        self._driver = driver
-
-
 class ReplyQueueTestCase(base.TestCase):
 
     def setUp(self):
         super().setUp()
         self.driver = _Driver()
-        self.setup = rpc._ReplyQueueSetup(_Transport(self.driver))
+        self.setup = rpc._ReplyQueueSetup(self.driver.create_reply_queue)
         self.addCleanup(self.driver.broker_up.set)
 
     def _wait(self, timeout=0.2):
@@ -90,6 +88,35 @@ class ReplyQueueTestCase(base.TestCase):
         self.assertEqual('ready', self._wait(timeout=10))
         self.assertEqual(2, self.driver.attempts)
 
-    def test_driver_without_reply_queue_is_ready(self):
-        setup = rpc._ReplyQueueSetup(_Transport(object()))
+    def test_transport_without_reply_queue_is_ready(self):
+        setup = rpc._ReplyQueueSetup(None)
         self.assertTrue(setup.ready.is_set())
+
+
+class ReplyQueueCreatorTestCase(base.TestCase):
+    """Which transports get the bounded set-up (common/rpc.py)."""
+
+    def _transport(self, url):
+        self.config(transport_url=url)
+        transport = messaging.get_rpc_transport(rpc.CONF)
+        self.addCleanup(transport.cleanup)
+        return transport
+
+    def test_in_process_transport_needs_no_set_up(self):
+        self.assertIsNone(rpc._reply_queue_creator(
+            self._transport('fake://')))
+
+    def test_broker_transport_gets_the_set_up(self):
+        # NOTE: a rabbit transport connects at its first message only.
+        create = rpc._reply_queue_creator(
+            self._transport('rabbit://user:secret@127.0.0.1:1/'))
+        self.assertTrue(callable(create))
+
+    def test_library_changed_is_logged_not_hidden(self):
+        self.config(transport_url='rabbit://user:secret@127.0.0.1:1/')
+        # NOTE: a transport without the parts compat.py uses, as an
+        # oslo.messaging that changed shape would give.
+        with self.assertLogs('ironic_alloc.common.rpc',
+                             level='ERROR') as logs:
+            self.assertIsNone(rpc._reply_queue_creator(object()))
+        self.assertIn('oslo.messaging changed', logs.output[0])

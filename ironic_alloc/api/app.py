@@ -31,20 +31,6 @@ CORS_EXPOSE_HEADERS = ['X-OpenStack-Ironic-API-Version',
                        'OpenStack-API-Version', 'X-OpenStack-Request-Id']
 
 
-class _Request(pecan.Request):
-    """Pecan's request without its guard around every attribute read.
-
-    Pecan turns a UnicodeDecodeError raised while reading any attribute
-    of its request into a 400, through a Python call for each of the
-    hundred-odd attribute reads of a request (WebOb's own included):
-    0.03-0.06 ms of CPU per request.  The input limits middleware
-    refuses every path, query string and body that is not UTF-8 (and
-    every body that is not JSON) before Pecan: nothing is left to guard.
-    """
-
-    __getattribute__ = object.__getattribute__
-
-
 def get_pecan_config():
     return pecan.configuration.conf_from_dict({
         'app': {
@@ -79,7 +65,6 @@ def setup_app(conf=CONF):
                hooks.PublicUrlHook(), hooks.NoExceptionTracebackHook(),
                hooks.ErrorHook()],
         wrap_app=parsable_error.ParsableErrorMiddleware,
-        request_cls=_Request,
     )
     app = negotiation.VersionHeadersMiddleware(app)
     app = auth.wrap(app, conf)

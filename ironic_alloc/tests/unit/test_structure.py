@@ -9,6 +9,7 @@
 * No entry point monkey-patches the standard library: ironic_alloc runs on
   native threads, and eventlet (still installed by oslo.service) must stay
   inert.
+* Only common/compat.py uses private parts of libraries.
 """
 
 import ast
@@ -385,3 +386,195 @@ class TestToolsApart(base.TestCase):
             "repository's tools; move what they need under ironic_alloc "
             '(for tests: ironic_alloc/tests):\n%s' % '\n'.join(
                 '  %s imports %s' % item for item in found))
+
+
+# Libraries' private parts (doc/source/contributor/architecture.rst,
+# "Libraries' private parts"): only this module may use them.
+COMPAT_MODULE = 'ironic_alloc.common.compat'
+
+# Names with a leading underscore that their library documents for users.
+PUBLIC_UNDERSCORE_NAMES = frozenset([
+    # Pecan: the routing hooks of controllers and RestController's table
+    # of custom actions.
+    '_route', '_lookup', '_default', '_custom_actions',
+    # oslo.versionedobjects: an object's context, set as its documentation
+    # shows in _from_db_object().
+    '_context',
+    # collections.namedtuple's methods; os._exit().
+    '_replace', '_asdict', '_fields', '_make', '_exit',
+])
+
+# Private parts of Pecan, WSME, oslo.messaging and SQLAlchemy that
+# ironic_alloc used once, or that their objects make easy to reach: refused
+# outside compat.py even where a name of ours is spelled the same.
+KNOWN_PRIVATE_NAMES = frozenset([
+    '_getargspec', '_cfg', '_pecan', '_wsme_original_func',
+    '_wsme_definition', '_driver', '_get_reply_q', '_reply_q', '_dispatch',
+])
+
+_ATTRIBUTE_FUNCTIONS = ('getattr', 'setattr', 'hasattr', 'delattr')
+
+
+def _is_private(name):
+    return name.startswith('_') and not name.startswith('__')
+
+
+def _parse(path):
+    with open(path) as f:
+        return ast.parse(f.read(), filename=path)
+
+
+def own_private_names(trees):
+    """The underscore names ironic_alloc defines itself: functions,
+    classes, module and class variables, arguments, attributes of
+    ``self``/``cls``."""
+    names = set()
+    for tree in trees:
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef,
+                                 ast.ClassDef)):
+                names.add(node.name)
+            elif isinstance(node, ast.arg):
+                names.add(node.arg)
+            elif isinstance(node, ast.Name) and isinstance(node.ctx,
+                                                           ast.Store):
+                names.add(node.id)
+            elif (isinstance(node, ast.Attribute)
+                    and isinstance(node.ctx, ast.Store)
+                    and isinstance(node.value, ast.Name)
+                    and node.value.id in ('self', 'cls')):
+                names.add(node.attr)
+    return {name for name in names if _is_private(name)}
+
+
+def private_library_uses(tree, own_names):
+    """[(line, what)] for every use of a library's private part in
+    ``tree``: an import of a private module or name, an attribute, keyword
+    argument or getattr() name with one leading underscore that
+    ironic_alloc does not define itself (or one of KNOWN_PRIVATE_NAMES),
+    and any class that replaces ``__getattribute__``."""
+    found = []
+
+    def foreign(name):
+        return (_is_private(name) and name not in PUBLIC_UNDERSCORE_NAMES
+                and (name in KNOWN_PRIVATE_NAMES or name not in own_names))
+
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if not _within(alias.name, PACKAGE) and any(
+                        _is_private(p) for p in alias.name.split('.')):
+                    found.append((node.lineno, 'import %s' % alias.name))
+        elif isinstance(node, ast.ImportFrom) and not node.level:
+            if _within(node.module, PACKAGE):
+                continue
+            parts = node.module.split('.') + [a.name for a in node.names]
+            if any(_is_private(p) for p in parts):
+                found.append((node.lineno, 'from %s import %s' % (
+                    node.module, ', '.join(a.name for a in node.names))))
+        elif isinstance(node, ast.Attribute):
+            value = node.value
+            on_self = isinstance(value, ast.Name) and value.id in ('self',
+                                                                   'cls')
+            on_super = (isinstance(value, ast.Call)
+                        and isinstance(value.func, ast.Name)
+                        and value.func.id == 'super')
+            if foreign(node.attr) and (
+                    node.attr in KNOWN_PRIVATE_NAMES
+                    or not (on_self or on_super)):
+                found.append((node.lineno, 'attribute .%s' % node.attr))
+        elif isinstance(node, ast.Call):
+            for keyword in node.keywords:
+                if keyword.arg and foreign(keyword.arg):
+                    found.append((node.lineno,
+                                  'keyword argument %s=' % keyword.arg))
+            if (isinstance(node.func, ast.Name)
+                    and node.func.id in _ATTRIBUTE_FUNCTIONS
+                    and len(node.args) > 1
+                    and isinstance(node.args[1], ast.Constant)
+                    and isinstance(node.args[1].value, str)
+                    and foreign(node.args[1].value)):
+                found.append((node.lineno, '%s(..., %r)' % (
+                    node.func.id, node.args[1].value)))
+        elif isinstance(node, ast.ClassDef):
+            for item in node.body:
+                targets = (
+                    [item.name] if isinstance(item, ast.FunctionDef) else
+                    [t.id for t in item.targets if isinstance(t, ast.Name)]
+                    if isinstance(item, ast.Assign) else [])
+                if '__getattribute__' in targets:
+                    found.append((item.lineno, 'class %s replaces '
+                                  '__getattribute__' % node.name))
+    return sorted(found)
+
+
+class TestNoPrivateLibraryParts(base.TestCase):
+
+    # The uses issue 19 removed or moved into compat.py, as they were.
+    ORIGINAL_USES = {
+        'pecan.util._getargspec':
+            'from pecan import util as pecan_util\n'
+            'inspect = pecan_util._getargspec\n'
+            'pecan_util._getargspec = getargspec\n',
+        "pecan.util._cfg()['argspec']":
+            'import pecan.util\n'
+            "pecan.util._cfg(exposed)['argspec'] = argspec\n",
+        "WSME's _wsme_original_func":
+            'wrapper._wsme_original_func = f\n',
+        "Pecan request's __getattribute__":
+            'class _Request(pecan.Request):\n'
+            '    __getattribute__ = object.__getattribute__\n',
+        "oslo.messaging driver's _get_reply_q":
+            "create = getattr(getattr(transport, '_driver', None),\n"
+            "                 '_get_reply_q', None)\n",
+        "SQLAlchemy pool's _dispatch":
+            'engine.pool = sa.pool.QueuePool(\n'
+            '    connect, pool_size=size, _dispatch=old_pool.dispatch)\n',
+        "a library's private module":
+            'from oslo_messaging._drivers import amqpdriver\n',
+    }
+
+    def _own_names(self):
+        return own_private_names(
+            _parse(path) for module, path in package_modules().items()
+            if module != COMPAT_MODULE)
+
+    def test_original_uses_are_found(self):
+        own_names = self._own_names()
+        for name, source in self.ORIGINAL_USES.items():
+            self.assertNotEqual([], private_library_uses(
+                ast.parse(source), own_names), name)
+
+    def test_public_names_and_own_private_names_are_not_found(self):
+        source = ('class Controller(rest.RestController):\n'
+                  '    _custom_actions = {"x": ["GET"]}\n'
+                  '    def _route(self, args, request=None):\n'
+                  '        self._cache = sub._route(args, request)\n'
+                  '        return super()._route(args, request)\n'
+                  'transition._replace(target=x)\n'
+                  'obj._context = context\n')
+        self.assertEqual([], private_library_uses(ast.parse(source),
+                                                  {'_cache'}))
+
+    def test_compat_is_the_only_module_using_private_parts(self):
+        own_names = self._own_names()
+        found = []
+        for module, path in sorted(package_modules().items()):
+            if module == COMPAT_MODULE:
+                continue
+            found.extend('%s:%d: %s' % (module, line, what) for line, what
+                         in private_library_uses(_parse(path), own_names))
+        self.assertEqual(
+            [], found, 'Private parts of libraries used outside %s (see '
+            'doc/source/contributor/architecture.rst, "Libraries\' private '
+            'parts"):\n%s' % (COMPAT_MODULE, '\n'.join(found)))
+
+    def test_compat_uses_no_private_module_at_import(self):
+        # NOTE: importing compat.py must not fail on a changed library:
+        # its entries find what they use when they run.
+        path = package_modules()[COMPAT_MODULE]
+        imports = [n for n in ast.walk(_parse(path))
+                   if isinstance(n, (ast.Import, ast.ImportFrom))]
+        found = private_library_uses(ast.Module(body=imports,
+                                                type_ignores=[]), set())
+        self.assertEqual([], found)

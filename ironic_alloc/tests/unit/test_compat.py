@@ -48,6 +48,7 @@ class TestRpcReplyQueueCreator(base.TestCase):
         conn.__enter__.return_value = conn
         conn.consume.side_effect = lambda timeout=None: time.sleep(0.05)
         with mock.patch.object(transport._driver, '_get_connection',
+                               autospec=True,
                                return_value=conn) as get_connection:
             queue = create()
             self.assertEqual(queue, create())

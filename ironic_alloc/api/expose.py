@@ -5,6 +5,7 @@ import inspect
 
 from oslo_db import exception as db_exc
 from oslo_log import log
+import pecan
 from sqlalchemy import exc as sa_exc
 import wsme
 from wsmeext import pecan as wsme_pecan
@@ -15,6 +16,12 @@ LOG = log.getLogger(__name__)
 
 DB_UNAVAILABLE = ('The database is unavailable. The request may be '
                   'retried.')
+
+INTERNAL_ERROR = 'An internal error occurred; see the API service log.'
+
+# Set in the WSGI environ once WSME calls the exposed method: a 5xx WSME
+# answered without it comes from its own conversion of the arguments.
+_METHOD_CALLED = 'ironic_alloc.api.method_called'
 
 
 class _HideUnexpectedErrors:
@@ -45,6 +52,7 @@ class _HideUnexpectedErrors:
 
     def __call__(self, controller, *args, **kwargs):
         f = self._method
+        pecan.request.environ[_METHOD_CALLED] = True
         try:
             return f(controller, *args, **kwargs)
         except (exception.IronicAllocException, wsme.exc.ClientSideError):
@@ -62,8 +70,27 @@ class _HideUnexpectedErrors:
             if isinstance(getattr(exc, 'code', None), int):
                 raise
             LOG.exception('Unexpected error in %s', f.__qualname__)
-            raise exception.IronicAllocException(
-                'An internal error occurred; see the API service log.')
+            raise exception.IronicAllocException(INTERNAL_ERROR)
+
+
+def _hide_argument_errors(exposed):
+    """The same for errors of WSME's own conversion of the arguments.
+
+    WSME converts the path, query and body into arguments before it calls
+    the method, so outside ``_HideUnexpectedErrors``; it answers an error
+    there that is not a client error (a bug of a type's conversion) with
+    a 500 whose faultstring is the error's text.  WSME has logged the
+    error with its traceback; the client gets the generic message.
+    """
+    @functools.wraps(exposed)
+    def wrapper(self, *args, **kwargs):
+        result = exposed(self, *args, **kwargs)
+        if (pecan.response.status_int >= 500 and isinstance(result, dict)
+                and 'faultstring' in result
+                and not pecan.request.environ.get(_METHOD_CALLED)):
+            result = dict(result, faultstring=INTERNAL_ERROR)
+        return result
+    return wrapper
 
 
 def expose(*args, **kwargs):
@@ -71,6 +98,6 @@ def expose(*args, **kwargs):
     kwargs.setdefault('rest_content_types', ('json',))
 
     def decorate(f):
-        return wsme_pecan.wsexpose(*args, **kwargs)(
-            _HideUnexpectedErrors(f))
+        return _hide_argument_errors(wsme_pecan.wsexpose(*args, **kwargs)(
+            _HideUnexpectedErrors(f)))
     return decorate

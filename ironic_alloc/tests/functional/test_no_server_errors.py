@@ -2,7 +2,9 @@
 each is a 4xx in Ironic's error format now, and changes nothing."""
 
 import json
+from unittest import mock
 
+from ironic_alloc.api.controllers.v1 import types
 from ironic_alloc.tests import base
 from ironic_alloc.tests.functional import openapi
 
@@ -87,3 +89,66 @@ class TestNoServerErrors(base.DbTestCase):
         # without a media type (415); no form parsing is tried.
         self.assertEqual(415, status, data)
         self.assertEqual('Client', self._fault(data)['faultcode'])
+
+
+class TestArgumentConversionErrors(base.DbTestCase):
+    """An unexpected error while WSME converts the arguments (before the
+    controller method runs) is a 500 without the error's text."""
+
+    SECRET = 'internal detail 0x5ec12e7'
+
+    def setUp(self):
+        super().setUp()
+        self.config(transport_url='fake://', auth_strategy='noauth')
+        self.config(host_ip='127.0.0.1', port=0, group='api')
+        self.api = self.useFixture(openapi.ServedAPI())
+        status, _ = self.api.json('POST', '/v1/nodes', {
+            'uuid': _NODE, 'name': 'converted', 'driver': 'fake-hardware'})
+        self.assertEqual(201, status)
+
+    def _break(self, type_class):
+        # NOTE: fault injection: every input the API types refuse raises a
+        # client error (400), so no request reaches WSME's path for other
+        # errors; a conversion that fails unexpectedly (a bug of a type)
+        # stands in for one.
+        patcher = mock.patch.object(type_class, 'validate', autospec=True,
+                                    side_effect=KeyError(self.SECRET))
+        patcher.start()
+        self.addCleanup(patcher.stop)
+
+    def _assert_hidden(self, status, data):
+        self.assertEqual(500, status, data)
+        self.assertNotIn(self.SECRET.encode(), data)
+        fault = json.loads(json.loads(data)['error_message'])
+        self.assertEqual({'faultcode': 'Server',
+                          'faultstring': 'An internal error occurred; see '
+                                         'the API service log.',
+                          'debuginfo': None}, fault)
+
+    def test_body_argument(self):
+        # NOTE: WSME turns any error converting a path or query argument
+        # into a 400; for the body it does so for ValueError only.
+        self._break(types.JsonType)
+        status, _h, data = self.api.request(
+            'PATCH', '/v1/nodes/%s' % _NODE,
+            json.dumps([{'op': 'add', 'path': '/extra/a', 'value': 1}]),
+            {'X-OpenStack-Ironic-API-Version': 'latest',
+             'Content-Type': 'application/json'})
+        self._assert_hidden(status, data)
+
+    def test_errors_of_the_method_keep_their_message(self):
+        # The guard leaves the 5xx of the method itself alone: a node
+        # whose conductor group has no live conductor is a 503 saying so.
+        status, node = self.api.json('POST', '/v1/nodes', {
+            'name': 'unserved', 'driver': 'fake-hardware',
+            'conductor_group': 'nowhere'})
+        self.assertEqual(201, status, node)
+        status, _h, data = self.api.request(
+            'PUT', '/v1/nodes/unserved/states/provision',
+            json.dumps({'target': 'manage'}),
+            {'X-OpenStack-Ironic-API-Version': 'latest',
+             'Content-Type': 'application/json'})
+        self.assertEqual(503, status, data)
+        fault = json.loads(json.loads(data)['error_message'])
+        self.assertIn('no conductor of conductor group "nowhere" is alive',
+                      fault['faultstring'])

@@ -15,6 +15,7 @@ import pkgutil
 import re
 
 import fixtures
+from pecan import rest
 import yaml
 
 from ironic_alloc.api import hooks
@@ -206,6 +207,61 @@ def controller_handlers():
                     and name not in ROUTING_METHODS):
                 handlers.add(handler_key(cls, name))
     return handlers
+
+
+def route_words():
+    """Every path segment the controllers may route by name.
+
+    Taken from the code, not from the description: the public attribute
+    names of every controller class, the names of their custom actions
+    (``_custom_actions``), and the string keys of the module-level
+    tables of the controllers package (sub-resources, unsupported
+    features, extension endpoints...).  Probing each of them below each
+    route of the description finds a route the description lacks.
+    """
+    package = importlib.import_module(CONTROLLERS_PACKAGE)
+    words = set()
+    for info in pkgutil.walk_packages(package.__path__,
+                                      CONTROLLERS_PACKAGE + '.'):
+        module = importlib.import_module(info.name)
+        for name, value in vars(module).items():
+            if name.startswith('_'):
+                continue
+            if isinstance(value, dict):
+                words.update(k for k in value if isinstance(k, str))
+            elif _is_controller_class(value):
+                words.update(getattr(value, '_custom_actions', None) or ())
+                words.update(attr for attr in dir(value)
+                             if not attr.startswith('_'))
+    return sorted(w for w in words if re.fullmatch(r'[a-z][a-z0-9_]*', w))
+
+
+def _is_controller_class(value):
+    return isinstance(value, type) and (
+        issubclass(value, rest.RestController)
+        or any(getattr(member, 'exposed', False)
+               for member in vars(value).values()))
+
+
+def template_matches(template, path, prefix=False):
+    """How well ``path`` (concrete) matches ``template``: the number of
+    literal segments matched, or None when it does not match.
+
+    :param prefix: also match when one of them is longer (their common
+        part is compared).
+    """
+    t_parts = template.strip('/').split('/') if template != '/' else []
+    p_parts = path.strip('/').split('/') if path != '/' else []
+    if len(t_parts) != len(p_parts) and not prefix:
+        return None
+    literal = 0
+    for t, p in zip(t_parts, p_parts):
+        if t.startswith('{'):
+            continue
+        if t != p:
+            return None
+        literal += 1
+    return literal
 
 
 def handler_key(cls, name):

@@ -12,14 +12,24 @@ Both ways, against the real app over a real socket:
   controller, sub-controller or custom action needs no registration
   here), and each must have been reached by at least one operation of
   the description.  A handler missing from the description fails the
-  test with its name.
+  test with its name;
+* every route the app serves is an operation of the description: every
+  HTTP method on every path of the description, and every word the
+  controllers may route by (attribute names, custom actions, the keys of
+  their tables) below every path, is sent to the app; a request that a
+  controller method serves (neither 404 nor 405) must reach the method
+  of the operation its path matches.  A route added to an existing
+  controller (a new sub-resource, method or action) without its
+  operation fails the test with its method and path.
 """
 
 import json
 
 import jsonschema
+import webob
 from wsme import types as wtypes
 
+from ironic_alloc.api import app
 from ironic_alloc.api.controllers import base as api_base
 from ironic_alloc.api.controllers.v1 import allocation
 from ironic_alloc.api.controllers.v1 import extensions
@@ -165,6 +175,121 @@ class TestOpenAPIMatchesRoutes(base.DbTestCase):
         if not handlers or status == 405 or status >= 500:
             unserved.append('%r: %s %s' % (op, status, body[:200]))
         return handlers
+
+    def test_every_served_route_is_described(self):
+        """Each (method, path) the app serves (routes to a controller
+        method that answers neither 404 nor 405) is an operation of the
+        description: it reaches the method that the operation whose path
+        template it matches best reaches (a UUID or name in place of a
+        parameter).  As Pecan passes extra path segments to a method as
+        its positional arguments, a path longer or shorter than the
+        template of an operation of the same HTTP method that reaches the
+        same controller method is that operation too.
+
+        Probed: every method on every path of the description, and a GET
+        of every route word of the code (openapi.route_words) below every
+        path that has routes below it.  A route added without its
+        operation in openapi.yaml fails here with its method and path.
+        """
+        recorder = self.useFixture(openapi.HandlerRecorder())
+        ops = openapi.operations()
+        # (template, method) -> the handler its operation reaches.
+        described = {}
+        for op in sorted(ops, key=lambda o: o.method == 'DELETE'):
+            described[(op.path, op.method)] = self._handler(recorder, op)
+        templates = {op.path for op in ops}
+        parents = {t.rsplit('/', 1)[0] or '/' for t in templates
+                   if t != '/'}
+        probes = [(method, template, None)
+                  for template in sorted(templates)
+                  for method in ('GET', 'PUT', 'POST', 'PATCH', 'DELETE')]
+        probes += [('GET', parent, word)
+                   for parent in sorted(parents)
+                   for word in openapi.route_words()]
+        # NOTE: the probes call the WSGI application in the test process
+        # (the same application, without a socket per request: there are
+        # thousands of them).
+        wsgi_app = app.setup_app()
+        undescribed = []
+        for method, template, word in probes:
+            path = self._concrete(template)
+            if word is not None:
+                path = path.rstrip('/') + '/' + word
+            recorder.handlers.clear()
+            status = webob.Request.blank(path, method=method, headers={
+                'X-OpenStack-Ironic-API-Version': 'latest'}).get_response(
+                    wsgi_app).status_int
+            if not recorder.handlers or status in (404, 405):
+                continue
+            handler = recorder.handlers[-1]
+            if not self._is_described(described, method, path, handler,
+                                      status):
+                undescribed.append('%s %s -> %s (%s)' % (
+                    method, path, openapi.describe_handler(handler),
+                    status))
+        self.assertEqual([], undescribed,
+                         'routes served but missing from %s'
+                         % openapi.OPENAPI_PATH)
+
+    def _concrete(self, template):
+        path = template
+        for name in openapi.path_parameter_names(template):
+            path = path.replace('{%s}' % name,
+                                self.path_values.get(name, 'x'))
+        return path
+
+    def _handler(self, recorder, op):
+        recorder.handlers.clear()
+        self._send(op)
+        return recorder.handlers[-1] if recorder.handlers else None
+
+    @staticmethod
+    def _is_described(described, method, path, handler, status):
+        scores = {template: openapi.template_matches(template, path)
+                  for template, m in described if m == method}
+        scores = {t: n for t, n in scores.items() if n is not None}
+        if scores:
+            best = max(scores.values())
+            if handler in {described[(t, method)]
+                           for t, n in scores.items() if n == best}:
+                return True
+        if any(h == handler and m == method
+               and openapi.template_matches(t, path, prefix=True)
+               is not None for (t, m), h in described.items()):
+            return True
+        # NOTE: Pecan's catch-alls (``_default``, ``index``) answer every
+        # method; the description lists the methods that mean something
+        # on such a path, and any other is refused (4xx) by the same
+        # method.
+        _cls, name = handler
+        return (name in ('_default', 'index') and 400 <= status < 500
+                and any(handler == h and openapi.template_matches(
+                    t, path, prefix=True) is not None
+                    for (t, _m), h in described.items()))
+
+    def test_routes_pecan_would_add(self):
+        # Found by the test above: Pecan routed GET
+        # /v1/nodes/<ident>/detail to the node list (the identifier taken
+        # as instance_uuid) and every method of
+        # /v1/drivers/<name>/properties to the properties.
+        headers = {'X-OpenStack-Ironic-API-Version': 'latest'}
+        status, _h, body = self.api.request(
+            'GET', '/v1/nodes/%s/detail' % self.path_values['node_ident'],
+            headers=headers)
+        self.assertEqual(404, status, body)
+        fault = json.loads(json.loads(body)['error_message'])
+        self.assertEqual('Client', fault['faultcode'])
+        status, _h, body = self.api.request('GET', '/v1/nodes/detail',
+                                            headers=headers)
+        self.assertEqual(200, status, body)
+        for method in ('PUT', 'POST', 'PATCH', 'DELETE'):
+            status, _h, body = self.api.request(
+                method, '/v1/drivers/fake-hardware/properties',
+                headers=headers)
+            self.assertEqual(405, status, (method, body))
+        status, _h, body = self.api.request(
+            'GET', '/v1/drivers/fake-hardware/properties', headers=headers)
+        self.assertEqual(200, status, body)
 
     def test_extension_discovery_as_described(self):
         doc = openapi.load()

@@ -59,6 +59,10 @@ class DriverPropertiesController:
 
     @pecan.expose('json')
     def index(self, **kwargs):
+        # NOTE: a plain controller answers every method; only GET reads
+        # the properties (405 otherwise, as Ironic's routing answers).
+        if pecan.request.method not in ('GET', 'HEAD'):
+            pecan.abort(405)
         # NOTE: here, not in _lookup: routing runs before the hooks that
         # build the request context.
         access.authorize('baremetal:driver:get_properties')

@@ -511,6 +511,11 @@ class NodesController(rest.RestController):
                resource_class=None, fault=None, conductor_group=None,
                owner=None, lessee=None, description_contains=None):
         """List nodes with all their fields."""
+        # NOTE: Pecan routes GET /v1/nodes/<ident>/detail here as well
+        # (the identifier as the first argument); as in Ironic, only the
+        # collection has a detail.
+        if api.request.path.rstrip('/').split('/')[-2] != 'nodes':
+            raise exception.NotFound()
         query = dict(locals(), fields=None, detail=None)
         del query['self']
         return self._get_nodes_collection(query, 'nodes/detail', True)

@@ -80,6 +80,22 @@ class TestNoServerErrors(base.DbTestCase):
         status, _node = self.api.json('GET', '/v1/nodes/%s' % _NODE)
         self.assertIn(status, (200, 404))
 
+    def test_null_candidate_node(self):
+        # Found by the schemathesis tier (coverage phase).
+        for candidates in ([None], [_NODE, None]):
+            status, _h, data = self.api.request(
+                'POST', '/v1/allocations', json.dumps({
+                    'resource_class': 'gold',
+                    'candidate_nodes': candidates}),
+                {'X-OpenStack-Ironic-API-Version': 'latest',
+                 'Content-Type': 'application/json'})
+            self.assertEqual(400, status, (candidates, data))
+            self.assertEqual('Candidate nodes are node names or UUIDs, '
+                             'not null.',
+                             self._fault(data)['faultstring'])
+        status, listed = self.api.json('GET', '/v1/allocations')
+        self.assertEqual((200, []), (status, listed['allocations']))
+
     def test_form_media_type_with_whitespace_body(self):
         status, _h, data = self.api.request(
             'DELETE', '/v1/allocations/%s' % _ALLOCATION, b'  \r\n',

@@ -11,6 +11,7 @@ already free and a 409 reaches the client.
 """
 
 import contextlib
+import json
 
 from oslo_log import log
 from oslo_utils import uuidutils
@@ -240,6 +241,10 @@ def _candidate_uuids(idents):
     """
     uuids, missing = [], []
     for ident in idents:
+        # NOTE: WSME lets null through a list of strings.
+        if not isinstance(ident, str):
+            raise exception.Invalid('Candidate nodes are node names or '
+                                    'UUIDs, not %s.' % json.dumps(ident))
         try:
             node = utils.get_node(ident)
         except (exception.NodeNotFound, exception.InvalidUuidOrName):

@@ -110,9 +110,17 @@ class ClientVenv:
 class Service:
     """One ``ironic-alloc`` process with its own state directory."""
 
-    def __init__(self, executable=None, extra_config=None):
+    def __init__(self, executable=None, extra_config=None, command=None):
+        """:param command: the argv that runs the service (the option
+            naming its configuration file is appended), for example
+            ``[sys.executable, '-m', 'ironic_alloc.cmd.standalone']`` to
+            run the code of the tree the tests come from; default: the
+            ``ironic-alloc`` console script (``executable``, or the one
+            next to the running Python).
+        """
         self.executable = executable or os.path.join(
             os.path.dirname(sys.executable), 'ironic-alloc')
+        self.command = list(command or [self.executable])
         self.extra_config = extra_config or {}
         self.workdir = None
         self.port = None
@@ -151,10 +159,10 @@ class Service:
         return '\n'.join(lines)
 
     def start(self):
-        if not os.access(self.executable, os.X_OK):
+        if not os.access(self.command[0], os.X_OK):
             raise ServiceError('%s not found: install the service into the '
                                'virtualenv running the tests (pip install '
-                               '-e .)' % self.executable)
+                               '-e .)' % self.command[0])
         self.workdir = tempfile.mkdtemp(prefix='ironic-alloc-clients-',
                                         dir=_TMP_ROOT)
         self.log_path = os.path.join(self.workdir, 'service.log')
@@ -172,7 +180,7 @@ class Service:
                            % (attempt, self.port)).encode())
                 log.flush()
                 self.process = subprocess.Popen(
-                    [self.executable, '--config-file', conf],
+                    self.command + ['--config-file', conf],
                     stdin=subprocess.DEVNULL, stdout=log,
                     stderr=subprocess.STDOUT, cwd=self.workdir,
                     start_new_session=True)

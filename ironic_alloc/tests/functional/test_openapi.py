@@ -86,6 +86,27 @@ class TestOpenAPIDocument(base.TestCase):
             self.assertTrue(item.get('responses'), op)
         self.assertEqual(len(ids), len(set(ids)), 'duplicate operationId')
 
+    def test_links_name_operations_and_their_parameters(self):
+        # The stateful phase of the schemathesis tier follows these.
+        ops = {op.operation_id: op for op in openapi.operations(self.doc)}
+        links = 0
+        for path, item in self.doc['paths'].items():
+            for method in openapi.METHODS:
+                for status, response in item.get(method, {}).get(
+                        'responses', {}).items():
+                    response = openapi.resolve(self.doc, response)
+                    for name, link in response.get('links', {}).items():
+                        links += 1
+                        where = '%s %s %s -> %s' % (method, path, status,
+                                                    name)
+                        target = ops.get(link['operationId'])
+                        self.assertIsNotNone(target, where)
+                        self.assertLessEqual(
+                            set(link['parameters']),
+                            {p['name'] for p in target.params_in('path')},
+                            where)
+        self.assertGreater(links, 0)
+
     def _writable(self, api_type):
         return {a.name for a in wtypes.list_attributes(api_type)
                 if not getattr(a, 'readonly', False)}

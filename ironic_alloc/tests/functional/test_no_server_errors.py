@@ -12,7 +12,8 @@ _NODE = '6f1ebd89-6ca2-4b52-9d3e-5f4a1c3f1b20'
 _ALLOCATION = '0d6b4a3e-5c3f-4d0e-9a4c-7b1e2d3c4f5a'
 
 
-class TestNoServerErrors(base.DbTestCase):
+class _ServedWithANode(base.DbTestCase):
+    """The API served over HTTP, with the node _NODE in it."""
 
     def setUp(self):
         super().setUp()
@@ -20,8 +21,11 @@ class TestNoServerErrors(base.DbTestCase):
         self.config(host_ip='127.0.0.1', port=0, group='api')
         self.api = self.useFixture(openapi.ServedAPI())
         status, _ = self.api.json('POST', '/v1/nodes', {
-            'uuid': _NODE, 'name': 'fuzzed', 'driver': 'fake-hardware'})
+            'uuid': _NODE, 'name': 'served', 'driver': 'fake-hardware'})
         self.assertEqual(201, status)
+
+
+class TestNoServerErrors(_ServedWithANode):
 
     def _fault(self, data):
         return json.loads(json.loads(data)['error_message'])
@@ -107,20 +111,11 @@ class TestNoServerErrors(base.DbTestCase):
         self.assertEqual('Client', self._fault(data)['faultcode'])
 
 
-class TestArgumentConversionErrors(base.DbTestCase):
+class TestArgumentConversionErrors(_ServedWithANode):
     """An unexpected error while WSME converts the arguments (before the
     controller method runs) is a 500 without the error's text."""
 
     SECRET = 'internal detail 0x5ec12e7'
-
-    def setUp(self):
-        super().setUp()
-        self.config(transport_url='fake://', auth_strategy='noauth')
-        self.config(host_ip='127.0.0.1', port=0, group='api')
-        self.api = self.useFixture(openapi.ServedAPI())
-        status, _ = self.api.json('POST', '/v1/nodes', {
-            'uuid': _NODE, 'name': 'converted', 'driver': 'fake-hardware'})
-        self.assertEqual(201, status)
 
     def _break(self, type_class):
         # NOTE: fault injection: every input the API types refuse raises a

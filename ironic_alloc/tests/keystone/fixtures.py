@@ -60,7 +60,7 @@ class KeystoneError(Exception):
 
 def keystone_venv_path():
     return gunicorn_server.venv_path('IRONIC_ALLOC_KEYSTONE_VENV',
-                                 '.venv-keystone')
+                                     '.venv-keystone')
 
 
 def missing_reason(venv=None):

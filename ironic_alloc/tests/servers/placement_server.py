@@ -62,7 +62,7 @@ class DatabaseServerMissing(PlacementError):
 
 def placement_venv_path():
     return gunicorn_server.venv_path('IRONIC_ALLOC_PLACEMENT_VENV',
-                                 '.venv-placement')
+                                     '.venv-placement')
 
 
 def missing_reason(venv=None):

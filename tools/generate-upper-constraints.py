@@ -86,7 +86,10 @@ def _closure(roots):
                     continue
             except markers.UndefinedEnvironmentName:
                 continue
-            todo.append((sub, ()))
+            # NOTE: the marker of a dependency pulled by an extra names
+            # that extra: it is checked again when the dependency is taken
+            # from the list, with the extras that pulled it.
+            todo.append((sub, extras))
     for name in UNPINNED:
         found.pop(name, None)
     return found

@@ -1,28 +1,30 @@
-"""ironic-alloc-api: the API on the development WSGI server.
+"""ironic-alloc-api: the API served by cheroot under oslo.service.
 
-Listens on [api]host_ip:[api]port.  For production run
-``ironic_alloc.wsgi.api:application`` under a WSGI server instead.
+Listens on [api]host_ip:[api]port with [api]api_workers worker processes.
+For production, ``ironic_alloc.wsgi.api:application`` may also run under
+another WSGI server.
 """
 
 import sys
 
 from oslo_log import log
+from oslo_service import service
 
 from ironic_alloc.api import app
 from ironic_alloc.api.middleware import auth
 from ironic_alloc.common import exception
 from ironic_alloc.common import service as service_utils
-from ironic_alloc.common import wsgi_server
+from ironic_alloc.common import wsgi_service
 from ironic_alloc.conf import CONF
 from ironic_alloc.db import api as db_api
 
 LOG = log.getLogger(__name__)
 
 
-def build_server():
-    """The development server with the API, bound to [api]host_ip:port."""
-    return wsgi_server.Server(app.setup_app(), CONF.api.host_ip,
-                              CONF.api.port)
+def build_service():
+    """The API service, its socket bound to [api]host_ip:[api]port."""
+    return wsgi_service.WSGIService(app.setup_app, CONF.api.host_ip,
+                                    CONF.api.port)
 
 
 def main():
@@ -32,27 +34,21 @@ def main():
     except exception.ConfigInvalid as exc:
         raise SystemExit(str(exc))
     db_api.get_instance().connect_on_demand()
+    # NOTE: bound here, before the launcher forks, so that every worker
+    # accepts on the same socket; each builds its application (database
+    # engine, RPC client) after the fork.
+    api = build_service()
     workers = CONF.api.api_workers
-    if workers > 1:
-        # NOTE: bound here, before the fork, so every worker accepts on the
-        # same socket; the application is built in each worker.
-        server = wsgi_server.Server(None, CONF.api.host_ip, CONF.api.port)
-        LOG.info('ironic-alloc-api listening on http://%(host)s:%(port)s '
-                 'with %(workers)d worker processes',
-                 {'host': CONF.api.host_ip, 'port': server.port,
-                  'workers': workers})
-        wsgi_server.serve_in_processes(server, app.setup_app, workers)
-        return 0
-    server = build_server()
-    LOG.info('ironic-alloc-api listening on http://%(host)s:%(port)s',
-             {'host': CONF.api.host_ip, 'port': server.port})
-    try:
-        server.serve_forever()
-    except KeyboardInterrupt:
-        pass
-    finally:
-        server.stop()
-    return 0
+    LOG.info('ironic-alloc-api listening on http://%(host)s:%(port)s '
+             'with %(workers)d worker processes',
+             {'host': api.host, 'port': api.port, 'workers': workers})
+    # NOTE: on SIGHUP the launcher applies the mutable options of the
+    # configuration files and replaces the workers, each finishing its
+    # requests in progress; connections that arrive meanwhile wait in the
+    # socket's queue.  SIGTERM stops the workers the same way.
+    launcher = service.ProcessLauncher(CONF, restart_method='mutate')
+    launcher.launch_service(api, workers=workers)
+    return launcher.wait()
 
 
 if __name__ == '__main__':

@@ -49,13 +49,14 @@ def check_release_pin(conf=CONF):
                     'once every service runs this code', pin)
 
 
-def run_until_signalled(service, on_reload=None):
+def run_until_signalled(service, on_reload=None, started=None):
     """Block until SIGTERM/SIGINT, then stop ``service`` gracefully.
 
-    Call it once ``service`` has started: it tells systemd that the
-    service is ready (``READY=1`` to $NOTIFY_SOCKET, for ``Type=notify``
-    units).  SIGHUP calls ``on_reload``.  Returns the process exit status:
-    0 after a requested stop, 1 when the service stopped by itself.
+    Once ``service`` has started (at once, or when the event ``started``
+    is set) it tells systemd that the service is ready (``READY=1`` to
+    $NOTIFY_SOCKET, for ``Type=notify`` units).  SIGHUP calls
+    ``on_reload``.  Returns the process exit status: 0 after a requested
+    stop, 1 when the service stopped by itself (or never started).
     """
     requested = []
     reload_lock = threading.Lock()
@@ -85,7 +86,11 @@ def run_until_signalled(service, on_reload=None):
     signal.signal(signal.SIGTERM, _stop)
     signal.signal(signal.SIGINT, _stop)
     signal.signal(signal.SIGHUP, _reload)
-    systemd.notify_once()
+    if started is not None:
+        while not (started.wait(1) or service.stopped.is_set()):
+            pass
+    if not service.stopped.is_set():
+        systemd.notify_once()
     while not service.stopped.wait(1):
         pass
     return 0 if requested else 1

@@ -120,6 +120,14 @@ class ConductorService:
         the RPC server are left alone.
         """
         CONF.mutate_config_files()
+        self.reset()
+
+    def reset(self):
+        """Apply the mutable options once the files were re-read.
+
+        For a launcher that re-reads them itself (oslo.service's
+        ``Launcher.restart()`` calls ``reset()`` after that).
+        """
         if not self._stopping.is_set() and self.periodic_tasks is not None:
             self.periodic_tasks.restart_if_changed()
         LOG.info('Conductor %s reloaded its mutable options', self.host)

@@ -95,8 +95,10 @@ def _api_app():
 
 
 def _serve(make_app, port):
-    from ironic_alloc.common import wsgi_server
-    wsgi_server.Server(make_app(), port=port).serve_forever()
+    from ironic_alloc.common import wsgi_service
+    api = wsgi_service.WSGIService(make_app, port=port)
+    api.start()
+    api.wait()
 
 
 def _wait_for_http(client, process, deadline):

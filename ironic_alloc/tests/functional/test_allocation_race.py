@@ -1,7 +1,7 @@
 """Hundreds of concurrent allocation requests over real HTTP.
 
-The real WSGI app is served by the threaded development server on a
-loopback port; two real conductors share the database.  More requests than
+The real WSGI app is served by the API's cheroot server on a loopback
+port; two real conductors share the database.  More requests than
 nodes: every allocation must end active or error, no node may be given
 twice, and node and allocation rows must agree.
 """
@@ -14,7 +14,7 @@ import time
 from ironic_alloc.api import app as api_app
 from ironic_alloc.api import hooks
 from ironic_alloc.common import states
-from ironic_alloc.common import wsgi_server
+from ironic_alloc.common import wsgi_service
 from ironic_alloc.tests import base
 from ironic_alloc.tests.functional.conductor import utils
 from ironic_alloc.tests.functional import fixtures as ia_fixtures
@@ -37,7 +37,8 @@ class HttpAllocationRaceTestCase(base.DbTestCase):
                 host=host, allocation_redrive_interval=2))
         hooks.reset_rpcapi()
         self.addCleanup(hooks.reset_rpcapi)
-        self.server = wsgi_server.Server(api_app.setup_app(), '127.0.0.1', 0)
+        self.server = wsgi_service.WSGIService(api_app.setup_app,
+                                               '127.0.0.1', 0)
         self.server.start()
         self.addCleanup(self.server.stop)
 

@@ -21,7 +21,7 @@ from ironic_alloc.api import app as api_app
 from ironic_alloc.api import hooks
 from ironic_alloc.common import exception
 from ironic_alloc.common import states
-from ironic_alloc.common import wsgi_server
+from ironic_alloc.common import wsgi_service
 from ironic_alloc.conductor import provisioning
 from ironic_alloc.conductor import task
 from ironic_alloc.db import api as db_api
@@ -50,7 +50,8 @@ class BackfillLockTestCase(base.DbTestCase):
             host=HOST))
         hooks.reset_rpcapi()
         self.addCleanup(hooks.reset_rpcapi)
-        self.server = wsgi_server.Server(api_app.setup_app(), '127.0.0.1', 0)
+        self.server = wsgi_service.WSGIService(api_app.setup_app,
+                                               '127.0.0.1', 0)
         self.server.start()
         self.addCleanup(self.server.stop)
 

@@ -1,5 +1,5 @@
-"""auth_strategy = http_basic over real HTTP: the whole application on the
-development server, an htpasswd file with bcrypt hashes."""
+"""auth_strategy = http_basic over real HTTP: the whole application served
+by cheroot, an htpasswd file with bcrypt hashes."""
 
 import base64
 import http.client
@@ -17,7 +17,7 @@ from ironic_alloc.api import app as api_app
 from ironic_alloc.api import hooks
 from ironic_alloc.api.middleware import basic_auth
 from ironic_alloc.common import exception
-from ironic_alloc.common import wsgi_server
+from ironic_alloc.common import wsgi_service
 from ironic_alloc.conf import default
 from ironic_alloc.tests import base
 
@@ -48,7 +48,7 @@ class TestBasicAuth(base.DbTestCase):
         self.log = self.useFixture(fixtures.FakeLogger(
             name='ironic_alloc.api.middleware.basic_auth',
             level=logging.INFO))
-        self.server = wsgi_server.Server(api_app.setup_app(), port=0)
+        self.server = wsgi_service.WSGIService(api_app.setup_app, port=0)
         self.addCleanup(self.server.stop)
         self.server.start()
 

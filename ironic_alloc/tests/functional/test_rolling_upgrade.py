@@ -18,7 +18,7 @@ from ironic_alloc.api import app as api_app
 from ironic_alloc.api import hooks
 from ironic_alloc.common import release_mappings
 from ironic_alloc.common import states
-from ironic_alloc.common import wsgi_server
+from ironic_alloc.common import wsgi_service
 from ironic_alloc.objects import node as node_obj
 from ironic_alloc.tests import base
 from ironic_alloc.tests.functional.conductor import utils
@@ -56,7 +56,8 @@ class RollingUpgradeTestCase(base.DbTestCase):
         self.useFixture(ia_fixtures.ConductorFixture(host='upgrade-c1'))
         hooks.reset_rpcapi()
         self.addCleanup(hooks.reset_rpcapi)
-        self.server = wsgi_server.Server(api_app.setup_app(), '127.0.0.1', 0)
+        self.server = wsgi_service.WSGIService(api_app.setup_app,
+                                               '127.0.0.1', 0)
         self.server.start()
         self.addCleanup(self.server.stop)
         self.conn = http.client.HTTPConnection('127.0.0.1', self.server.port,

@@ -1,4 +1,5 @@
-"""The development server and ironic-alloc-api over real sockets."""
+"""The API's cheroot server (common/wsgi_service.py) and ironic-alloc-api
+over real sockets."""
 
 import http.client
 import json
@@ -11,17 +12,19 @@ import fixtures
 from ironic_alloc.api import hooks
 from ironic_alloc.cmd import api as api_cmd
 from ironic_alloc.common import request_slots
-from ironic_alloc.common import wsgi_server
+from ironic_alloc.common import wsgi_service
 from ironic_alloc.tests import base
 
 
 def _app(environ, start_response):
-    start_response('200 OK', [('Content-Type', 'text/plain')])
+    # Like the API's responses, with their length.
+    start_response('200 OK', [('Content-Type', 'text/plain'),
+                              ('Content-Length', '5')])
     return [b'hello']
 
 
 class TestApiServer(base.DbTestCase):
-    """ironic-alloc-api's server: port 0, a thread, HTTP over a socket."""
+    """ironic-alloc-api's service: port 0, a thread, HTTP over a socket."""
 
     def setUp(self):
         super().setUp()
@@ -29,7 +32,7 @@ class TestApiServer(base.DbTestCase):
         self.config(host_ip='127.0.0.1', port=0, group='api')
         hooks.reset_rpcapi()
         self.addCleanup(hooks.reset_rpcapi)
-        self.server = api_cmd.build_server()
+        self.server = api_cmd.build_service()
         self.addCleanup(self.server.stop)
         self.server.start()
 
@@ -82,8 +85,8 @@ class TestNoauthWarning(base.TestCase):
 
     def _serve(self, host):
         logger = self.useFixture(fixtures.FakeLogger(
-            name='ironic_alloc.common.wsgi_server', level=logging.WARNING))
-        server = wsgi_server.Server(_app, host=host, port=0)
+            name='ironic_alloc.common.wsgi_service', level=logging.WARNING))
+        server = wsgi_service.WSGIService(lambda: _app, host=host, port=0)
         server.stop()
         return logger.output
 
@@ -115,15 +118,15 @@ class TestNoauthWarning(base.TestCase):
 
     def test_is_loopback(self):
         for host in ('127.0.0.1', '127.1.2.3', '::1', 'localhost'):
-            self.assertTrue(wsgi_server.is_loopback(host), host)
+            self.assertTrue(wsgi_service.is_loopback(host), host)
         for host in ('0.0.0.0', '::', '10.0.0.1', 'api.example.com'):
-            self.assertFalse(wsgi_server.is_loopback(host), host)
+            self.assertFalse(wsgi_service.is_loopback(host), host)
 
 
 class TestServer(base.TestCase):
 
     def test_serves_in_a_thread(self):
-        server = wsgi_server.Server(_app, port=0)
+        server = wsgi_service.WSGIService(lambda: _app, port=0)
         self.addCleanup(server.stop)
         server.start()
         conn = http.client.HTTPConnection('127.0.0.1', server.port,
@@ -135,7 +138,7 @@ class TestServer(base.TestCase):
         self.assertEqual(b'hello', resp.read())
 
     def test_stop_without_start(self):
-        server = wsgi_server.Server(_app, port=0)
+        server = wsgi_service.WSGIService(lambda: _app, port=0)
         server.stop()
         server.stop()
 
@@ -153,8 +156,10 @@ def _echo_app(environ, start_response):
         body = b'ignored'
     else:
         body = environ['wsgi.input'].read()
-    start_response('200 OK', [('Content-Type', 'text/plain')])
-    return [environ['REQUEST_METHOD'].encode() + b' ' + body]
+    body = environ['REQUEST_METHOD'].encode() + b' ' + body
+    start_response('200 OK', [('Content-Type', 'text/plain'),
+                              ('Content-Length', str(len(body)))])
+    return [body]
 
 
 def _recv_until_closed(sock):
@@ -167,12 +172,12 @@ def _recv_until_closed(sock):
 
 
 class TestKeepAlive(base.TestCase):
-    """HTTP/1.1 persistent connections of the development server, over
-    real sockets."""
+    """HTTP/1.1 persistent connections of the API's server, over real
+    sockets."""
 
     def _server(self, app, keepalive_timeout=30):
         self.config(keepalive_timeout=keepalive_timeout, group='api')
-        server = wsgi_server.Server(app, port=0)
+        server = wsgi_service.WSGIService(lambda: app, port=0)
         self.addCleanup(server.stop)
         server.start()
         return server
@@ -227,16 +232,23 @@ class TestKeepAlive(base.TestCase):
         self.assertIn(b'PUT ignored', data)
         self.assertTrue(data.endswith(b'\r\n\r\nGET '), data)
 
-    def test_response_without_length_closes(self):
+    def test_response_without_length_is_chunked(self):
         server = self._server(_streaming_app)
-        sock = self._socket(server)
-        sock.sendall(b'GET / HTTP/1.1\r\nHost: x\r\n\r\n')
-        # The end of the body is the end of the connection.
-        data = _recv_until_closed(sock)
-        head, body = data.split(b'\r\n\r\n', 1)
-        self.assertIn(b'Connection: close', head)
-        self.assertNotIn(b'Content-Length', head)
-        self.assertEqual(b'part one, part two', body)
+        conn = http.client.HTTPConnection('127.0.0.1', server.port,
+                                          timeout=30)
+        self.addCleanup(conn.close)
+        conn.request('GET', '/')
+        resp = conn.getresponse()
+        # The client can tell where the body ends without the end of the
+        # connection: the connection carries the next request.
+        self.assertEqual('chunked', resp.getheader('Transfer-Encoding'))
+        self.assertIsNone(resp.getheader('Content-Length'))
+        self.assertEqual(b'part one, part two', resp.read())
+        sock = conn.sock
+        conn.request('GET', '/')
+        resp = conn.getresponse()
+        self.assertEqual(b'part one, part two', resp.read())
+        self.assertIs(sock, conn.sock)
 
     def test_client_asks_to_close(self):
         server = self._server(_app)
@@ -250,9 +262,9 @@ class TestKeepAlive(base.TestCase):
     def test_http_1_0_client_gets_one_response(self):
         server = self._server(_app)
         sock = self._socket(server)
-        sock.sendall(b'GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n')
+        sock.sendall(b'GET / HTTP/1.0\r\n\r\n')
         data = _recv_until_closed(sock)
-        self.assertIn(b'Connection: close', data)
+        self.assertNotIn(b'Keep-Alive', data)
         self.assertTrue(data.endswith(b'\r\n\r\nhello'))
 
     def test_keepalive_disabled(self):
@@ -313,7 +325,7 @@ class TestRequestSlots(base.TestCase):
 
     def _serve(self, limit):
         self.config(max_concurrent_requests=limit, group='api')
-        server = wsgi_server.Server(self._app, port=0)
+        server = wsgi_service.WSGIService(lambda: self._app, port=0)
         self.addCleanup(server.stop)
         server.start()
         return server

@@ -13,7 +13,7 @@ import time
 from ironic_alloc.api import app as api_app
 from ironic_alloc.api import hooks
 from ironic_alloc.common import states
-from ironic_alloc.common import wsgi_server
+from ironic_alloc.common import wsgi_service
 from ironic_alloc.conductor.backends import placement_sync
 from ironic_alloc.tests.functional.conductor import utils
 from ironic_alloc.tests.functional import fixtures as ia_fixtures
@@ -54,7 +54,8 @@ class TestPlacementAllocationRace(base.PlacementTestCase):
                 host=host, allocation_redrive_interval=2))
         hooks.reset_rpcapi()
         self.addCleanup(hooks.reset_rpcapi)
-        self.api = wsgi_server.Server(api_app.setup_app(), '127.0.0.1', 0)
+        self.api = wsgi_service.WSGIService(api_app.setup_app,
+                                            '127.0.0.1', 0)
         self.api.start()
         self.addCleanup(self.api.stop)
 

@@ -5,12 +5,12 @@ opt_group = cfg.OptGroup(name='api', title='Options for the API service')
 api_opts = [
     cfg.HostAddressOpt('host_ip',
                        default='127.0.0.1',
-                       help='IP address or host name the development API '
-                            'server and the standalone service listen on.'),
+                       help='IP address or host name ironic-alloc-api '
+                            'and the standalone service listen on.'),
     cfg.PortOpt('port',
                 default=6385,
-                help='TCP port the development API server and the '
-                     'standalone service listen on.'),
+                help='TCP port ironic-alloc-api and the standalone '
+                     'service listen on.'),
     cfg.IntOpt('max_limit',
                default=1000,
                min=1,
@@ -23,9 +23,10 @@ api_opts = [
     cfg.IntOpt('api_workers',
                default=1,
                min=1,
-               help='Number of processes of ironic-alloc-api serving '
-                    'the API on [api]host_ip:[api]port (each runs a thread '
-                    'per connection); a worker that dies is replaced. The '
+               help='Number of worker processes of ironic-alloc-api '
+                    'serving the API on [api]host_ip:[api]port, all on one '
+                    'socket (oslo.service\'s process launcher, cheroot in '
+                    'each worker); a worker that dies is replaced. The '
                     'all-in-one ironic-alloc always runs one. Under '
                     'mod_wsgi or uWSGI the web server decides.'),
     cfg.BoolOpt('enable_extensions',
@@ -102,23 +103,26 @@ api_opts = [
     cfg.IntOpt('keepalive_timeout',
                default=30,
                min=0,
-               help='Seconds the development API server and the '
-                    'standalone service keep an idle HTTP/1.1 connection '
-                    'open for the next request of the same client; a '
-                    'slower client read or write also ends the '
-                    'connection. 0 closes every connection after one '
+               help='Seconds ironic-alloc-api and the standalone '
+                    'service keep an idle HTTP/1.1 connection open for '
+                    'the next request of the same client (cheroot\'s '
+                    'timeout); a slower client read or write also ends '
+                    'the connection. 0 closes every connection after one '
                     'response. Under mod_wsgi or uWSGI the web server '
                     'decides.'),
     cfg.IntOpt('max_concurrent_requests',
                default=2,
                min=0,
-               help='Most requests the development API server and the '
-                    'standalone service process at once in each process; '
-                    'others wait, already accepted, until one finishes. '
+               help='Most requests ironic-alloc-api and the standalone '
+                    'service process at once in each process; others '
+                    'wait, already accepted, until one finishes, and a '
+                    'request waiting for a conductor\'s answer lets '
+                    'another one run. '
                     'One Python process runs one thread at a time: more '
                     'requests in progress only make each of them, and the '
                     'conductor threads of the standalone service, wait '
-                    'longer for the interpreter. 0 for no limit. Under '
+                    'longer for the interpreter. 0 for no limit other '
+                    'than the server\'s pool of threads. Under '
                     'mod_wsgi or uWSGI the web server decides.'),
     cfg.IntOpt('max_candidate_nodes',
                default=1000,

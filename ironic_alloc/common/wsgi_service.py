@@ -38,6 +38,10 @@ WORKER_THREADS = 64
 # stops sending its request must not hold a thread for ever.
 REQUEST_TIMEOUT = 30
 SERVER_NAME = 'ironic-alloc'
+# NOTE: the most of request line and headers read before the application:
+# cheroot reads any amount by default.  Generous for tokens and long
+# query strings, small enough that no client can fill the memory.
+MAX_REQUEST_HEADER_SIZE = 64 * 1024
 
 
 def is_loopback(host):
@@ -104,6 +108,7 @@ class _Server(cheroot_wsgi.Server):
                          server_name=SERVER_NAME,
                          request_queue_size=LISTEN_BACKLOG)
         self._listener = listener
+        self.max_request_header_size = MAX_REQUEST_HEADER_SIZE
         keepalive = CONF.api.keepalive_timeout
         # NOTE: the socket timeout bounds a slow client's read or write,
         # and an idle keep-alive connection is closed after as long.

@@ -2,8 +2,9 @@
 
 Starts the real command with three worker processes on an SQLite file,
 checks that the workers share the port and the database, that a killed
-worker is replaced while the others keep serving, and that SIGTERM stops
-the whole tree.
+worker is replaced while the others keep serving, that SIGHUP replaces
+every worker without refusing a request, and that SIGTERM stops the
+whole tree.
 """
 
 import http.client
@@ -174,6 +175,22 @@ class TestApiWorkers(base.TestCase):
         alive = [pid for pid in workers if _alive(pid)]
         self.assertEqual([], alive)
         self.assertFalse(self._answers())
+
+    def test_sighup_replaces_every_worker(self):
+        """SIGHUP: new workers, the same socket; requests sent meanwhile
+        are answered (they wait in the socket's queue at worst)."""
+        workers = _children(self.proc.pid)
+        self.proc.send_signal(signal.SIGHUP)
+        statuses = set()
+
+        def replaced():
+            statuses.add(self._request('GET', '/v1/nodes')[0])
+            children = _children(self.proc.pid)
+            return len(children) == WORKERS and not children & workers
+
+        self._wait_until(replaced, 'every worker replaced')
+        self.assertEqual({200}, statuses)
+        self.assertIsNone(self.proc.poll())
 
     def test_sigterm_while_workers_start(self):
         """A stop request that arrives while the workers still build their

@@ -296,6 +296,51 @@ class TestKeepAlive(base.TestCase):
         self.assertEqual(b'', _recv_until_closed(sock))
 
 
+class TestRequestLimits(base.TestCase):
+    """What the server refuses before the application sees it."""
+
+    def setUp(self):
+        super().setUp()
+        self.server = wsgi_service.WSGIService(lambda: _app, port=0)
+        self.addCleanup(self.server.stop)
+        self.server.start()
+
+    def _send(self, data):
+        sock = socket.create_connection(('127.0.0.1', self.server.port),
+                                        timeout=30)
+        self.addCleanup(sock.close)
+        try:
+            sock.sendall(data)
+        except OSError:
+            # The server may answer and close before it read everything.
+            pass
+        return _recv_until_closed(sock)
+
+    def test_request_line_too_long(self):
+        path = b'/' + b'a' * wsgi_service.MAX_REQUEST_HEADER_SIZE
+        data = self._send(b'GET ' + path + b' HTTP/1.1\r\nHost: x\r\n\r\n')
+        self.assertTrue(data.startswith(b'HTTP/1.1 414 '), data[:100])
+
+    def test_headers_too_large(self):
+        headers = b''.join(b'X-Filler-%d: %s\r\n' % (i, b'b' * 1000)
+                           for i in range(70))
+        data = self._send(b'GET / HTTP/1.1\r\nHost: x\r\n' + headers
+                          + b'\r\n')
+        self.assertTrue(data.startswith(b'HTTP/1.1 413 '), data[:100])
+
+    def test_not_http(self):
+        data = self._send(b'hello there\r\n\r\n')
+        self.assertTrue(data.startswith(b'HTTP/1.1 400 '), data[:100])
+
+    def test_headers_within_the_limit(self):
+        headers = b''.join(b'X-Filler-%d: %s\r\n' % (i, b'b' * 1000)
+                           for i in range(8))
+        data = self._send(b'GET / HTTP/1.1\r\nHost: x\r\n' + headers
+                          + b'Connection: close\r\n\r\n')
+        self.assertTrue(data.startswith(b'HTTP/1.1 200 '), data[:100])
+        self.assertTrue(data.endswith(b'\r\n\r\nhello'))
+
+
 class TestRequestSlots(base.TestCase):
     """[api]max_concurrent_requests bounds the requests in progress; a
     request waiting outside the process gives its slot back."""

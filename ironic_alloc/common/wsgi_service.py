@@ -15,6 +15,7 @@ import logging
 import socket
 import threading
 
+from cheroot import server as cheroot_server
 from cheroot import wsgi as cheroot_wsgi
 from oslo_log import log
 from oslo_service import service
@@ -98,9 +99,57 @@ def listen(host, port):
     raise error or OSError('no address to listen on for %s' % host)
 
 
+class _FoldedHeaders(dict):
+    """Request headers where a header sent on several lines is one value,
+    the lines joined with commas (RFC 9110, section 5.3).
+
+    cheroot joins only the headers of its list and otherwise keeps the
+    last line: a client sending ``OpenStack-API-Version`` once per
+    service would lose all but one.
+    """
+
+    def __setitem__(self, name, value):
+        if (name in self
+                and name not in cheroot_server.comma_separated_headers):
+            value = b', '.join((self[name], value))
+        super().__setitem__(name, value)
+
+
+class _HeaderReader(cheroot_server.HeaderReader):
+    """cheroot's header parsing, with repeated headers joined and an
+    invalid ``Content-Length`` refused.
+
+    A negative or repeated length passes cheroot's check; where that
+    request ends would then be unknown, and the connection would still
+    carry the next one.  ValueError makes cheroot answer 400 and close
+    the connection.
+    """
+
+    def __call__(self, rfile, hdict=None):
+        headers = _FoldedHeaders()
+        super().__call__(rfile, headers)
+        length = headers.get(b'Content-Length')
+        if length is not None and not length.isdigit():
+            raise ValueError('Invalid Content-Length header.')
+        if hdict is None:
+            hdict = {}
+        hdict.update(headers)
+        return hdict
+
+
+class _Request(cheroot_server.HTTPRequest):
+    header_reader = _HeaderReader()
+
+
+class _Connection(cheroot_server.HTTPConnection):
+    RequestHandlerClass = _Request
+
+
 class _Server(cheroot_wsgi.Server):
     """cheroot's WSGI server on a socket bound beforehand, logging
     through oslo.log."""
+
+    ConnectionClass = _Connection
 
     def __init__(self, listener, app):
         super().__init__(listener.getsockname()[:2], app,

@@ -302,7 +302,7 @@ class HandlerRecorder(fixtures.Fixture):
 
 
 class ServedAPI(fixtures.Fixture):
-    """The real WSGI app on the development server (a real socket, port
+    """The real WSGI app on the API's server (a real socket, port
     0) and a real conductor on the fake:// transport.  Needs the Database
     fixture and a config fixture in place."""
 
@@ -310,7 +310,7 @@ class ServedAPI(fixtures.Fixture):
         self.useFixture(ia_fixtures.ConductorFixture(host='test-conductor'))
         hooks.reset_rpcapi()
         self.addCleanup(hooks.reset_rpcapi)
-        self.server = api_cmd.build_server()
+        self.server = api_cmd.build_service()
         self.server.start()
         self.addCleanup(self.server.stop)
         self._conn = None

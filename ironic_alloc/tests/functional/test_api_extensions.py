@@ -292,8 +292,8 @@ class TestGatesThroughTheApp(_AppTestCase):
 
 
 class TestRepeatedHeaderOverASocket(base.DbTestCase):
-    """The development server (wsgiref) folds a header sent twice into one
-    comma-separated value; both entries are negotiated."""
+    """The API's server folds a header sent twice into one comma-separated
+    value, as Apache does; both entries are negotiated."""
 
     def setUp(self):
         super().setUp()

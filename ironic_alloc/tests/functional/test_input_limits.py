@@ -1,6 +1,6 @@
 """Input limits over a real socket: bodies too large to write in a gabbit.
 
-hostile-input.yaml covers the other limits; here the development server
+hostile-input.yaml covers the other limits; here the API's server
 (ironic-alloc-api's) listens on a real port, so what a client sees is what
 crosses the wire, and the server must keep answering afterwards.
 """
@@ -28,7 +28,7 @@ class TestInputLimitsOverHTTP(base.DbTestCase):
                     group='api')
         hooks.reset_rpcapi()
         self.addCleanup(hooks.reset_rpcapi)
-        self.server = api_cmd.build_server()
+        self.server = api_cmd.build_service()
         self.addCleanup(self.server.stop)
         self.server.start()
 

@@ -332,6 +332,16 @@ class TestRequestLimits(base.TestCase):
         data = self._send(b'hello there\r\n\r\n')
         self.assertTrue(data.startswith(b'HTTP/1.1 400 '), data[:100])
 
+    def test_two_lengths(self):
+        # Where the request ends is unknown: 400, and the connection,
+        # which would carry the rest as another request, is closed.
+        data = self._send(b'POST / HTTP/1.1\r\nHost: x\r\n'
+                          b'Content-Length: 3\r\nContent-Length: 40\r\n'
+                          b'\r\nabcGET / HTTP/1.1\r\nHost: x\r\n\r\n')
+        self.assertTrue(data.startswith(b'HTTP/1.1 400 '), data[:100])
+        self.assertIn(b'Invalid Content-Length', data)
+        self.assertEqual(1, data.count(b'HTTP/1.1 '))
+
     def test_headers_within_the_limit(self):
         headers = b''.join(b'X-Filler-%d: %s\r\n' % (i, b'b' * 1000)
                            for i in range(8))

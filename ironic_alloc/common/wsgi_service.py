@@ -89,6 +89,10 @@ def listen(host, port):
         sock = socket.socket(family, kind, proto)
         try:
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            # NOTE: inherited by the accepted connections: a response
+            # written in several parts leaves at once instead of waiting
+            # for the client's acknowledgement of the first (Nagle).
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             sock.bind(address)
             sock.listen(LISTEN_BACKLOG)
         except OSError as exc:

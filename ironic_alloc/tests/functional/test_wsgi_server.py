@@ -137,6 +137,17 @@ class TestServer(base.TestCase):
         self.assertEqual(200, resp.status)
         self.assertEqual(b'hello', resp.read())
 
+    def test_listening_socket_options(self):
+        # TCP_NODELAY is inherited by the accepted connections: without
+        # it, a response written in two parts (cheroot writes the headers,
+        # then the body) waits for the client's delayed acknowledgement.
+        sock = wsgi_service.listen('127.0.0.1', 0)
+        self.addCleanup(sock.close)
+        self.assertTrue(sock.getsockopt(socket.IPPROTO_TCP,
+                                        socket.TCP_NODELAY))
+        self.assertTrue(sock.getsockopt(socket.SOL_SOCKET,
+                                        socket.SO_REUSEADDR))
+
     def test_stop_without_start(self):
         server = wsgi_service.WSGIService(lambda: _app, port=0)
         server.stop()

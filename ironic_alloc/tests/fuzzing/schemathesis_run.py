@@ -89,12 +89,6 @@ OPERATION_DICTIONARIES = {
 # generated one.
 DICTIONARY_PROBABILITY = 0.8
 
-# Examples per operation for the operations of features absent here: one
-# catch-all controller method answers all of them with 400 before it
-# reads anything but the path, so they share one code path; the coverage
-# phase still sends each of them its full set of cases.
-UNSUPPORTED_MAX_EXAMPLES = 25
-
 
 class SeedError(Exception):
     """The service refused to create a known resource."""
@@ -233,21 +227,6 @@ def _binding(dictionary, probability=DICTIONARY_PROBABILITY):
         _toml(dictionary), probability)
 
 
-def unsupported_operations(doc=None):
-    """operationIds of the operations whose only answer is the 400 of a
-    feature absent here (``Unsupported`` in the description)."""
-    doc = doc or openapi.load()
-    found = []
-    for item in doc['paths'].values():
-        for method in openapi.METHODS:
-            responses = item.get(method, {}).get('responses')
-            if responses and list(responses) == ['default'] and \
-                    responses['default'].get('$ref', '').endswith(
-                        '/Unsupported'):
-                found.append(item[method]['operationId'])
-    return sorted(found)
-
-
 def config_text(dictionaries, report_dir):
     """The schemathesis.toml of the run."""
     lines = [
@@ -290,9 +269,6 @@ def config_text(dictionaries, report_dir):
         '"body.conductor_group" = %s' % _binding('conductor_groups', 1.0),
         '"path.hostname" = %s' % _binding('conductors'),
     ]
-    lines += ['', '[[operations]]',
-              'include-operation-id = %s' % _toml(unsupported_operations()),
-              'generation.max-examples = %d' % UNSUPPORTED_MAX_EXAMPLES]
     for operation_id, bindings in sorted(OPERATION_DICTIONARIES.items()):
         lines += ['', '[[operations]]',
                   'include-operation-id = %s' % _toml(operation_id),

@@ -115,6 +115,10 @@ class TestRun(SchemathesisTestCase):
         config = self.report.initialize
         self.assertEqual(schemathesis_run.SEED, config.get('seed'))
         self.assertGreaterEqual(schemathesis_run.MAX_EXAMPLES, 100)
+        # Every operation gets the full count: no section of the
+        # configuration lowers it for some of them.
+        text = schemathesis_run.config_text({}, '/nonexistent')
+        self.assertEqual(1, text.count('max-examples'), text)
 
     def test_every_phase_ran(self):
         self.assertEqual('completed', self.report.stop_reason,

@@ -83,13 +83,6 @@ placement_opts = [
                     'own requests to Placement. Only providers whose node '
                     'or provider changed since this conductor last '
                     'synchronised them are read or written.'),
-    cfg.IntOpt('allocation_candidate_limit',
-               default=16,
-               mutable=True,
-               min=1,
-               help='How many candidates one allocation asks Placement '
-                    'for (GET /allocation_candidates, randomised by '
-                    'Placement) and tries in turn before it asks again.'),
 ]
 
 

@@ -1,6 +1,8 @@
 """The Placement backend: nodes are mirrored as resource providers in
-OpenStack Placement and claimed there, then reserved in the database like
-with the database backend (``placement_claims``, ``placement_sync``)."""
+OpenStack Placement; an allocation's candidates come from the database
+backend's matcher, each is claimed in Placement and then reserved in the
+database like with the database backend (``placement_claims``,
+``placement_sync``)."""
 
 import threading
 
@@ -36,6 +38,7 @@ class PlacementBackend(base.AllocationBackend):
         self.context = ia_context.get_admin_context()
         self.client = client or new_client()
         self.synced_providers = placement_sync.SyncedProviders()
+        self.foreign_holds = placement_claims.ForeignHolds()
         # NOTE: one thread mirrors changed nodes to Placement after the
         # change, off the RPC and worker threads.
         self._sync_pool = None
@@ -58,11 +61,17 @@ class PlacementBackend(base.AllocationBackend):
 
     # Allocations
 
+    def prefetch(self, allocation, criteria):
+        return placement_claims.first_candidates(self.context, allocation,
+                                                 criteria)
+
     def reserve(self, context, allocation, criteria, conductor_id,
                 prefetched):
         try:
             return placement_claims.reserve_some_node(
-                context, self.client, allocation, criteria, conductor_id)
+                context, self.client, allocation, criteria, conductor_id,
+                self.foreign_holds, self.synced_providers,
+                first=prefetched)
         except (exception.PlacementUnavailable,
                 exception.PlacementRequestFailed) as exc:
             # NOTE: keystoneauth1's timeout and retries bound each
@@ -74,6 +83,22 @@ class PlacementBackend(base.AllocationBackend):
 
     def release(self, allocation_uuid):
         placement_claims.release_quietly(self.client, allocation_uuid)
+
+    def explain(self, criteria):
+        """The database's sentence, unless the free nodes that match are
+        held in Placement by other consumers."""
+        ids = self.dbapi.get_allocation_candidates(
+            criteria, CONF.conductor.allocation_candidate_batch)
+        if ids and len(self.foreign_holds):
+            uuids = node_obj.Node.uuids_by_id(self.context, ids)
+            held = sorted(uuid for uuid in uuids.values()
+                          if uuid in self.foreign_holds)
+            if held and len(held) == len(uuids):
+                shown = ', '.join(held[:3]) + (', ...' if len(held) > 3
+                                               else '')
+                return ('the matching free nodes are held in Placement by '
+                        'other consumers (%s)' % shown)
+        return super().explain(criteria)
 
     # Keeping Placement in step
 
@@ -87,10 +112,16 @@ class PlacementBackend(base.AllocationBackend):
         # NOTE: one listing of the managed providers for both halves: with
         # a large fleet it is the biggest answer Placement gives.
         managed = placement_sync.managed_providers(self.client)
-        released = placement_claims.release_stale_claims(
+        stale = placement_claims.release_stale_claims(
             self.context, self.client, managed)
-        if released:
-            LOG.info('Released %d stale Placement claims', released)
+        if stale.released:
+            LOG.info('Released %d stale Placement claims', stale.released)
+        # NOTE: what the pass found replaces what allocations met since
+        # the last one: a holder that let go is not skipped any longer.
+        self.foreign_holds.refresh(stale.foreign)
+        if stale.foreign:
+            LOG.info('%d free nodes are held in Placement by other '
+                     'consumers', len(stale.foreign))
         return placement_sync.sync_all(
             self.context, self.client, self.synced_providers,
             concurrency=CONF.placement.sync_concurrency, managed=managed)

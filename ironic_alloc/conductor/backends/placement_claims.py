@@ -1,29 +1,47 @@
 """Claiming nodes in OpenStack Placement ([allocation]backend = placement).
 
-An allocation claims one unit of its node's custom resource class on the
-node's resource provider, as Placement consumer ``allocation.uuid``.  The
-claim alone is never trusted: openstack-placement on PostgreSQL with
-several workers can give a one-unit provider to two consumers at once.
-So every claim is followed by the database backend's own conditional
-reservation of the node, and a claim whose reservation loses is released
-again.  Our database stays the one truth of who holds a node;
-Placement only narrows the search and keeps other users of Placement
-(Nova...) informed.
+An allocation's candidates come from our database, from the same matcher
+as the database backend's (``dbapi.get_allocation_candidates``: every
+criterion and operator of the allocation), read from a random point of the
+candidate index.  Placement is not asked for candidates: it is told which
+node the allocation takes.  Each candidate's provider is claimed, one unit
+of the node's custom resource class as Placement consumer
+``allocation.uuid`` (``PUT /allocations/{consumer}``), and the claim is
+followed by the database backend's own conditional reservation of the
+node; a claim whose reservation loses is released.  The claim alone is
+never trusted: openstack-placement on PostgreSQL with several workers can
+give a one-unit provider to two consumers at once.  Our database stays
+the one truth of who holds a node; Placement keeps its other users (Nova,
+reporting tools) informed.
+
+A claim Placement refuses because another consumer holds the provider
+moves on to the next candidate.  When that consumer is not one of our
+allocations in progress (Nova, or a claim of ours left over), the
+provider is remembered in the conductor's ``ForeignHolds`` and later
+searches skip it until the next full pass, which reads every such hold
+again.  A refusal with nothing holding the provider means Placement lags
+behind our database (a sync still queued or failed): the provider is
+synced on the spot and claimed once more.
 
 Claims that no allocation holds any more (a release during a Placement
 outage, a conductor that died between claim and reservation) are found
 by ``release_stale_claims``, which the periodic sync runs: Placement's own
 list of consumers per provider is the record of what is left to release.
+It releases only claims made by ironic_alloc (user ``CLAIM_USER``), and
+reports the other consumers' holds for ``ForeignHolds``.
 """
 
+import collections
 import random
+import threading
+import time
 
 from oslo_log import log
+from oslo_utils import uuidutils
 
 from ironic_alloc.common import exception
 from ironic_alloc.common import placement
 from ironic_alloc.common import states
-from ironic_alloc.conductor.backends import database
 from ironic_alloc.conductor.backends import placement_sync
 from ironic_alloc.conf import CONF
 from ironic_alloc.db import api as db_api
@@ -39,7 +57,7 @@ dbapi = db_api.get_instance()
 CONSUMER_TYPE = 'INSTANCE'
 # Placement wants a project and a user for every consumer; allocations
 # without an owner are booked under this project, and every claim under
-# this user.
+# this user, which tells our claims from other consumers'.
 UNOWNED_PROJECT = 'ironic-alloc-unowned'
 CLAIM_USER = 'ironic-alloc'
 
@@ -48,6 +66,22 @@ CLAIM_USER = 'ironic-alloc'
 # consumer in between).
 _CLAIM_ATTEMPTS = placement.CONCURRENT_UPDATE_ATTEMPTS
 _PAGE = 500
+
+# How many foreign holds a conductor remembers: a Placement shared with a
+# large Nova may hold many providers, and a forgotten hold only costs one
+# refused claim when a search meets it again.
+FOREIGN_HOLDS_KEPT = 10000
+
+# What one claim came to.
+CLAIMED = 'claimed'
+# Placement refused the unit with a 409: in use, reserved, or no
+# inventory of the class on the provider.
+REFUSED = 'refused'
+# Placement does not know the provider (a 400).
+UNKNOWN = 'unknown'
+# The consumer held a claim of its own already, made before a restart or
+# a take-over, and the node of that claim was reserved instead.
+RESUMED = 'resumed'
 
 
 def _known(client, path):
@@ -61,9 +95,18 @@ def _consumer_path(allocation_uuid):
 
 
 def claimed_providers(client, allocation_uuid):
-    """(provider uuids, consumer generation) of a consumer's claims."""
+    """(provider uuids, consumer generation) of a consumer's claims; the
+    generation is None when the consumer holds nothing."""
     body = client.get(_consumer_path(allocation_uuid))
     return set(body.get('allocations') or {}), body.get('consumer_generation')
+
+
+def consumers_of(client, provider_uuid):
+    """The consumers holding anything on a provider (none when the
+    provider is gone)."""
+    body = client.get('/resource_providers/%s/allocations' % provider_uuid,
+                      expected=(200, 404))
+    return set((body or {}).get('allocations') or {})
 
 
 def release(client, allocation_uuid):
@@ -87,82 +130,216 @@ def release_quietly(client, allocation_uuid):
         return False
 
 
-def _claim_body(allocation, provider_uuid, resource_class):
+def claim_body(allocation, provider_uuid, resource_class,
+               consumer_generation=None):
+    """The body of ``PUT /allocations/{allocation.uuid}`` claiming one unit
+    of ``resource_class`` on one provider (a consumer generation of None:
+    the consumer must not exist yet)."""
     return {'allocations': {provider_uuid: {
                 'resources': {resource_class: 1}}},
-            'consumer_generation': None,
+            'consumer_generation': consumer_generation,
             'project_id': allocation.owner or UNOWNED_PROJECT,
             'user_id': CLAIM_USER,
             'consumer_type': CONSUMER_TYPE}
 
 
-def claim(client, allocation, provider_uuid, resource_class):
-    """Claim one unit of ``resource_class`` on one provider.
+class ForeignHolds:
+    """The providers of our free nodes that another consumer holds in
+    Placement, as one conductor last saw them (module doc).
 
-    :returns: True when the consumer holds the provider, False when the
-        provider has no free unit (taken, reserved, another class).
-    :raises: PlacementUnavailable, PlacementRequestFailed.
+    The candidate search skips them; a refused claim adds one, the full
+    pass replaces them all with what it found.  Bounded by
+    FOREIGN_HOLDS_KEPT: the oldest are forgotten first.
     """
-    body = _claim_body(allocation, provider_uuid, resource_class)
-    for attempt in range(1, _CLAIM_ATTEMPTS + 1):
-        try:
-            client.put(_consumer_path(allocation.uuid), body,
-                       expected=(204,))
-            return True
-        except exception.PlacementRequestFailed as exc:
-            # NOTE: Placement answers 400 for a class it does not know
-            # (no provider has it yet).
-            if exc.status == 400 and not _known(
-                    client, '/resource_classes/%s' % resource_class):
-                return False
-            raise
-        except exception.PlacementConflict as exc:
-            if exc.error_code != placement.CONCURRENT_UPDATE:
-                # NOTE: "capacity exceeded" (or an inventory that is not
-                # there): another consumer has the node.
-                LOG.debug('Allocation %(alloc)s: provider %(rp)s not '
-                          'claimable: %(exc)s', {'alloc': allocation.uuid,
-                                                 'rp': provider_uuid,
-                                                 'exc': exc})
-                return False
-            # NOTE: the consumer may exist already: our own earlier PUT
-            # whose answer was lost, or one of a dead conductor.
-            held, _gen = claimed_providers(client, allocation.uuid)
-            if held == {provider_uuid}:
-                return True
-            if held:
-                release(client, allocation.uuid)
-            LOG.debug('Allocation %(alloc)s: claim of %(rp)s raced '
-                      '(attempt %(n)d)', {'alloc': allocation.uuid,
-                                          'rp': provider_uuid, 'n': attempt})
-    return False
+
+    def __init__(self, kept=FOREIGN_HOLDS_KEPT):
+        self._lock = threading.Lock()
+        self._held = collections.OrderedDict()
+        self._kept = kept
+
+    def __contains__(self, provider_uuid):
+        with self._lock:
+            return provider_uuid in self._held
+
+    def __len__(self):
+        with self._lock:
+            return len(self._held)
+
+    def add(self, provider_uuid):
+        with self._lock:
+            self._held[provider_uuid] = None
+            self._held.move_to_end(provider_uuid)
+            while len(self._held) > self._kept:
+                self._held.popitem(last=False)
+
+    def discard(self, provider_uuid):
+        with self._lock:
+            self._held.pop(provider_uuid, None)
+
+    def refresh(self, provider_uuids):
+        """Replace what is remembered by what a full pass found."""
+        with self._lock:
+            self._held = collections.OrderedDict.fromkeys(
+                sorted(provider_uuids)[:self._kept])
 
 
 class _Claimer:
     """Claims, then reserves in the database, one allocation's node."""
 
     def __init__(self, context, client, allocation, criteria,
-                 conductor_id):
+                 conductor_id, holds, synced=None):
         self.context = context
         self.client = client
         self.allocation = allocation
         self.criteria = criteria
         self.conductor_id = conductor_id
+        self.holds = holds
+        self.synced = synced
         self.resource_class = placement_sync.placement_resource_class(
             allocation.resource_class)
+        # NOTE: claims are sent for a consumer that does not exist yet
+        # (generation null).  Placement answers a consumer that exists
+        # with placement.concurrent_update: the first claim is how a claim
+        # made earlier for this allocation is found, with no read before.
+        self.consumer_generation = None
+        self.claims_sent = 0
+        self.resumed = None
+        # The last 400 Placement answered a claim with, and whether the
+        # resource class was known then.
+        self.unknown = None
+        self.class_known = None
 
-    def reserve(self, node_id, node_uuid):
+    def take(self, node_id, node_uuid):
         """Claim the node's provider, then reserve the node.
 
-        :returns: True when both succeeded; the claim is released when the
-            reservation lost.
+        :returns: the id of the node reserved, or None.  It is another
+            node when the allocation held a claim already (a restart, a
+            take-over) and that node could be reserved.
         :raises: AllocationLost (the claim released when the allocation
             is gone), Placement errors.
         """
-        if not claim(self.client, self.allocation, node_uuid,
-                     self.resource_class):
+        outcome = self._claim(node_uuid)
+        if outcome == REFUSED and not self._held_by_others(node_uuid):
+            # NOTE: nothing holds the provider, yet its unit is refused:
+            # it is reserved, or has another class, in a Placement that
+            # lags behind our database.
+            outcome = self._repair_and_claim(node_uuid)
+        elif outcome == UNKNOWN:
+            outcome = self._repair_and_claim(node_uuid)
+        if outcome == RESUMED:
+            return self.resumed
+        if outcome == CLAIMED and self.reserve_claimed(node_id):
+            return node_id
+        return None
+
+    def _claim(self, provider_uuid):
+        """One provider's claim, again after concurrent_update refusals.
+
+        :returns: CLAIMED, REFUSED, UNKNOWN or RESUMED.
+        """
+        for attempt in range(1, _CLAIM_ATTEMPTS + 1):
+            first = self.claims_sent == 0
+            self.claims_sent += 1
+            try:
+                self.client.put(
+                    _consumer_path(self.allocation.uuid),
+                    claim_body(self.allocation, provider_uuid,
+                               self.resource_class,
+                               self.consumer_generation),
+                    expected=(204,))
+                self.consumer_generation = None
+                return CLAIMED
+            except exception.PlacementRequestFailed as exc:
+                if exc.status != 400:
+                    raise
+                self.unknown = exc
+                # NOTE: Placement answers 400 for a resource class it does
+                # not know, and for a provider it does not know; in the
+                # second case it keeps the consumer it made before it
+                # looked, empty, at generation 0.
+                self.class_known = _known(
+                    self.client, '/resource_classes/%s' % self.resource_class)
+                self.consumer_generation = 0 if self.class_known else None
+                return UNKNOWN
+            except exception.PlacementConflict as exc:
+                if exc.error_code != placement.CONCURRENT_UPDATE:
+                    LOG.debug('Allocation %(alloc)s: provider %(rp)s not '
+                              'claimable: %(exc)s',
+                              {'alloc': self.allocation.uuid,
+                               'rp': provider_uuid, 'exc': exc})
+                    return REFUSED
+            held, generation = claimed_providers(self.client,
+                                                 self.allocation.uuid)
+            if held == {provider_uuid}:
+                # NOTE: our own claim whose answer was lost.
+                self.consumer_generation = None
+                return CLAIMED
+            if held:
+                if not (first and len(held) == 1):
+                    release(self.client, self.allocation.uuid)
+                elif self._resume(next(iter(held))):
+                    return RESUMED
+                self.consumer_generation = None
+            elif generation is not None:
+                self.consumer_generation = generation
+            else:
+                # NOTE: an empty consumer is either absent (another
+                # writer changed the provider in between) or the empty
+                # record a refused claim left: try the other one.
+                self.consumer_generation = (
+                    0 if self.consumer_generation is None else None)
+            LOG.debug('Allocation %(alloc)s: claim of %(rp)s raced '
+                      '(attempt %(n)d)', {'alloc': self.allocation.uuid,
+                                          'rp': provider_uuid, 'n': attempt})
+        return REFUSED
+
+    def _resume(self, provider_uuid):
+        """Reserve the node of the one claim the allocation held already,
+        or release that claim.
+
+        :returns: True when the node was reserved (``self.resumed``).
+        """
+        node = _node_by_uuid(self.context, provider_uuid)
+        if node is not None and self.reserve_claimed(node.id):
+            LOG.info('Allocation %(alloc)s reused its Placement claim '
+                     'of node %(node)s', {'alloc': self.allocation.uuid,
+                                          'node': node.uuid})
+            self.resumed = node.id
+            return True
+        if node is None:
+            release(self.client, self.allocation.uuid)
+        return False
+
+    def _held_by_others(self, provider_uuid):
+        """Whether another consumer holds the provider; one that is not an
+        allocation of ours in progress is remembered in ``holds``."""
+        consumers = consumers_of(self.client, provider_uuid)
+        consumers.discard(self.allocation.uuid)
+        if not consumers:
             return False
-        return self.reserve_claimed(node_id)
+        if not any(_in_progress(self.context, consumer)
+                   for consumer in consumers):
+            LOG.info('Node %(node)s is held in Placement by %(consumers)s; '
+                     'it is skipped until the next full pass',
+                     {'node': provider_uuid,
+                      'consumers': ', '.join(sorted(consumers))})
+            self.holds.add(provider_uuid)
+        return True
+
+    def _repair_and_claim(self, provider_uuid):
+        """Sync a provider that lags behind its node, then claim it once
+        more."""
+        placement_sync.sync_node(self.context, self.client, provider_uuid,
+                                 self.synced)
+        outcome = self._claim(provider_uuid)
+        if outcome != UNKNOWN:
+            return outcome
+        # NOTE: the sync could not give the provider a unit of the class
+        # (resource classes that collide, a node changed meanwhile): the
+        # node is not to be had now.  Any other 400 is ours to report.
+        if self.class_known:
+            raise self.unknown
+        return REFUSED
 
     def reserve_claimed(self, node_id):
         try:
@@ -184,76 +361,15 @@ class _Claimer:
                  'but could not reserve it; releasing the claim',
                  {'alloc': self.allocation.uuid, 'node': node_id})
         release(self.client, self.allocation.uuid)
+        self.consumer_generation = None
         return False
 
-    def resume(self):
-        """Reuse a claim made earlier for this allocation (a restart, a
-        take-over), else release it.
-
-        :returns: the reserved node id or None.
-        """
-        held, _gen = claimed_providers(self.client, self.allocation.uuid)
-        if not held:
-            return None
-        if len(held) == 1:
-            node = _node_by_uuid(self.context, next(iter(held)))
-            if node is not None and self.reserve_claimed(node.id):
-                LOG.info('Allocation %(alloc)s reused its Placement claim '
-                         'of node %(node)s', {'alloc': self.allocation.uuid,
-                                              'node': node.uuid})
-                return node.id
-        release(self.client, self.allocation.uuid)
-        return None
-
-    def try_nodes(self, node_ids):
-        """Claim and reserve the first of ``node_ids`` (free nodes of our
-        database) that works."""
-        uuids = node_obj.Node.uuids_by_id(self.context, node_ids)
-        for node_id in node_ids:
-            if (node_id in uuids and self._claim_repairing(uuids[node_id])
-                    and self.reserve_claimed(node_id)):
-                return node_id
-        return None
-
-    def _claim_repairing(self, node_uuid):
-        if claim(self.client, self.allocation, node_uuid,
-                 self.resource_class):
-            return True
-        # NOTE: free in our database, not claimable in Placement: either
-        # another consumer has it (a concurrent allocation) or the
-        # provider lags behind the node (a sync still queued or failed,
-        # a Placement that never saw it).  Repair it and try once more.
-        placement_sync.sync_node(self.context, self.client, node_uuid)
-        return claim(self.client, self.allocation, node_uuid,
-                     self.resource_class)
-
-    def placement_candidates(self):
-        """Provider uuids Placement offers, in its (random) order."""
-        query = ['resources=%s:1' % self.resource_class,
-                 'limit=%d' % CONF.placement.allocation_candidate_limit]
-        if self.criteria['traits']:
-            query.append('required=%s' % ','.join(
-                sorted(set(self.criteria['traits']))))
-        try:
-            body = self.client.get('/allocation_candidates?'
-                                   + '&'.join(query))
-        except exception.PlacementRequestFailed as exc:
-            if exc.status == 400 and self._unknown_to_placement():
-                return []
-            raise
-        found = []
-        for request in body['allocation_requests']:
-            for provider_uuid in request['allocations']:
-                if provider_uuid not in found:
-                    found.append(provider_uuid)
-        return found
-
-    def _unknown_to_placement(self):
-        """True when Placement knows the resource class or a trait not
-        (it answers 400 to a query naming them): no provider has it."""
-        paths = ['/resource_classes/%s' % self.resource_class]
-        paths += ['/traits/%s' % trait for trait in self.criteria['traits']]
-        return not all(_known(self.client, path) for path in paths)
+    def release_earlier_claim(self):
+        """Release a claim made earlier for the allocation (before a
+        restart or a take-over) when no claim was sent this time, which
+        would have found it."""
+        if self.claims_sent == 0:
+            release(self.client, self.allocation.uuid)
 
 
 def _node_by_uuid(context, node_uuid):
@@ -263,86 +379,145 @@ def _node_by_uuid(context, node_uuid):
         return None
 
 
+def _in_progress(context, allocation_uuid):
+    """Whether ``allocation_uuid`` is an allocation of ours that is being
+    processed or holds its node."""
+    allocation = _allocation_by_uuid(context, allocation_uuid)
+    return allocation is not None and allocation.state in (
+        states.ALLOCATING, states.ALLOCATION_ACTIVE)
+
+
+def candidate_batch(context, criteria, pivot):
+    """[(node id, node uuid)] of at most one batch of candidates from our
+    database, in uuid order from ``pivot`` on, round the index."""
+    ids = dbapi.get_allocation_candidates(
+        criteria, CONF.conductor.allocation_candidate_batch, pivot=pivot)
+    uuids = node_obj.Node.uuids_by_id(context, ids) if ids else {}
+    return [(node_id, uuids[node_id]) for node_id in ids
+            if node_id in uuids]
+
+
+def first_candidates(context, allocation, criteria):
+    """What reserve_some_node() reads first, in the allocation's read
+    transaction: (ids of the node named like the allocation, tried first;
+    the first batch of candidates from a random point of the index, or
+    None when a named node was found: it is searched only if that node
+    cannot be had)."""
+    named = []
+    if allocation.name:
+        named = dbapi.get_allocation_candidates(criteria, 1,
+                                                name=allocation.name)
+    if named:
+        return named, None
+    # NOTE: a random starting point spreads concurrent allocations over
+    # the candidate index so they rarely fight for one node.
+    return named, candidate_batch(context, criteria,
+                                  uuidutils.generate_uuid())
+
+
 def reserve_some_node(context, client, allocation, criteria,
-                      conductor_id):
+                      conductor_id, holds, synced=None, first=None):
     """Pick, claim and reserve a node for an allocation.
 
-    Explicit candidate nodes and owners are searched in our database and
-    their providers claimed directly: a limited, randomised candidate
-    list from Placement could miss a few fitting nodes of a large fleet
-    and end in a false "no candidate".  The node named like the
-    allocation is tried first, as with the database backend.
+    The node named like the allocation is tried first, then batches of
+    candidates from a random point of our database's candidate index.
+    Providers remembered in ``holds`` are skipped: a batch holding nothing
+    else is followed by the next part of the index, round it once at
+    most.  A batch whose candidates were all taken by concurrent
+    allocations is followed by another random batch, as with the database
+    backend.  A named node is tried even when it is remembered as held.
 
+    :param holds: the conductor's ForeignHolds.
+    :param synced: the conductor's SyncedProviders, for providers synced
+        on the spot.
+    :param first: first_candidates(), read in the allocation's read
+        transaction.
     :returns: the reserved node id or None when candidates ran out.
     :raises: AllocationLost, PlacementUnavailable, PlacementRequestFailed.
     """
     claimer = _Claimer(context, client, allocation, criteria,
-                       conductor_id)
+                       conductor_id, holds, synced)
     if claimer.resource_class is None:
         return None
-    node_id = claimer.resume()
-    if node_id is not None:
-        return node_id
-    if allocation.name:
-        node_id = claimer.try_nodes(dbapi.get_allocation_candidates(
-            criteria, 1, name=allocation.name))
-        if node_id is not None:
-            return node_id
-    by_database = bool(criteria['candidate_uuids'] or criteria['owner'])
-    for _attempt in range(CONF.conductor.allocation_attempts):
-        if not by_database:
-            node_id = _try_providers(claimer)
-            if node_id is not None:
-                return node_id
-        # NOTE: when Placement offered nothing that could be had (none
-        # fitted, or concurrent allocations took every node offered, as
-        # happens when Placement does not randomise its answers and all
-        # of them get the same few), or with candidate nodes or an
-        # owner, our database's free nodes (a random part of the index)
-        # are claimed directly, their providers repaired when they lag
-        # behind, rather than answer "no candidate" falsely.
-        node_ids = database.search(criteria)
-        if not node_ids:
-            return None
-        node_id = claimer.try_nodes(node_ids)
-        if node_id is not None:
-            return node_id
+    named, batch = first or first_candidates(context, allocation, criteria)
+    if named:
+        uuids = node_obj.Node.uuids_by_id(context, named)
+        for node_id in named:
+            if node_id in uuids:
+                taken = claimer.take(node_id, uuids[node_id])
+                if taken is not None:
+                    return taken
+    for attempt in range(CONF.conductor.allocation_attempts):
+        if batch is None:
+            batch = candidate_batch(context, criteria,
+                                    uuidutils.generate_uuid())
+        taken, tried = _walk(claimer, batch)
+        if taken is not None:
+            return taken
+        if not tried:
+            # NOTE: the whole index is held by other consumers, or empty.
+            break
+        batch = None
+        # Every candidate tried was taken meanwhile (or locked): look
+        # again elsewhere.
+        time.sleep(random.uniform(0.01, 0.05) * (attempt + 1))
+    claimer.release_earlier_claim()
     return None
 
 
-def _try_providers(claimer):
-    """Claim Placement's candidates in turn.
+def _walk(claimer, batch):
+    """Claim the candidates of ``batch`` that no foreign hold keeps, and
+    read on past batches of held ones only.
 
-    :returns: the reserved node id, or None.
+    :returns: (the reserved node id or None, whether any was tried).
     """
-    offered = claimer.placement_candidates()
-    # NOTE: Placement randomises its answers only when configured to
-    # (randomize_allocation_candidates); in its default order concurrent
-    # allocations would all try the same node first.
-    offered = random.sample(offered, len(offered))
-    for provider_uuid in offered:
-        node = _node_by_uuid(claimer.context, provider_uuid)
-        if node is None:
-            # NOTE: a provider of a node deleted since the last sync.
-            continue
-        if claimer.reserve(node.id, node.uuid):
-            return node.id
-    return None
+    seen = set()
+    while batch:
+        fresh = [(node_id, node_uuid) for node_id, node_uuid in batch
+                 if node_id not in seen]
+        if not fresh:
+            # NOTE: round the whole index.
+            return None, False
+        seen.update(node_id for node_id, _uuid in fresh)
+        tried = False
+        for node_id, node_uuid in fresh:
+            if node_uuid in claimer.holds:
+                continue
+            tried = True
+            taken = claimer.take(node_id, node_uuid)
+            if taken is not None:
+                return taken, True
+        if tried:
+            return None, True
+        # NOTE: not a scan: these nodes passed the matcher, and the next
+        # batch starts where this one ended.
+        batch = candidate_batch(claimer.context, claimer.criteria,
+                                batch[-1][1])
+    return None, False
+
+
+# What a full pass's release of stale claims did.
+StaleClaims = collections.namedtuple('StaleClaims', 'released foreign')
 
 
 def release_stale_claims(context, client, managed=None):
     """Release the claims that no allocation holds: on every managed
-    provider whose node has no allocation or is gone, each consumer that
-    is no allocation of ours any more, or one that ended in error or holds
-    another node.  Claims of allocations still being processed are left
-    alone.  A node with an allocation is skipped, and so is a provider
-    Placement offers (its one unit is free, so nothing claims it): one
-    Placement read per other free node only.  A claim left on a node with
-    an allocation is found once the node is free again.
+    provider whose node has no allocation or is gone, each claim made by
+    ironic_alloc (user CLAIM_USER) for a consumer that is no allocation of
+    ours any more, or one that ended in error or holds another node.
+    Claims of allocations still being processed are left alone, and so
+    are other consumers' (Nova's...): those providers are reported as
+    foreign holds.  A node with an allocation is skipped, and so is a
+    provider Placement offers (its one unit is free, so nothing claims
+    it): one Placement read per other free node only, and one per consumer
+    found there that is not an allocation of ours in progress.  A claim
+    left on a node with an allocation is found once the node is free
+    again.
 
     :param managed: the uuids of the managed providers, when the caller
         has just listed them.
-    :returns: the number of consumers released.
+    :returns: StaleClaims: the number of consumers released, the set of
+        providers that other consumers hold.
     :raises: PlacementUnavailable, PlacementRequestFailed.
     """
     if managed is None:
@@ -350,6 +525,7 @@ def release_stale_claims(context, client, managed=None):
     managed = list(managed)
     unclaimed = _offered_providers(context, client)
     released = 0
+    foreign = set()
     for start in range(0, len(managed), _PAGE):
         page = [uuid for uuid in managed[start:start + _PAGE]
                 if uuid not in unclaimed]
@@ -360,9 +536,12 @@ def release_stale_claims(context, client, managed=None):
         for provider_uuid in page:
             node = nodes.get(provider_uuid)
             if node is None or node.allocation_id is None:
-                released += _release_stale_on(context, client,
-                                              provider_uuid, node)
-    return released
+                count, held = _release_stale_on(context, client,
+                                                provider_uuid, node)
+                released += count
+                if held:
+                    foreign.add(provider_uuid)
+    return StaleClaims(released, foreign)
 
 
 def _offered_providers(context, client):
@@ -384,10 +563,11 @@ def _offered_providers(context, client):
 
 
 def _release_stale_on(context, client, provider_uuid, node):
-    path = '/resource_providers/%s/allocations' % provider_uuid
-    body = client.get(path, expected=(200, 404))
+    """:returns: (claims released, whether another consumer holds the
+    provider)."""
     released = 0
-    for consumer in (body or {}).get('allocations') or {}:
+    foreign = False
+    for consumer in consumers_of(client, provider_uuid):
         allocation = _allocation_by_uuid(context, consumer)
         if allocation is not None and (
                 allocation.state == states.ALLOCATING
@@ -395,13 +575,17 @@ def _release_stale_on(context, client, provider_uuid, node):
                     and node is not None
                     and allocation.node_id == node.id)):
             continue
+        claim = client.get(_consumer_path(consumer))
+        if claim.get('allocations') and claim.get('user_id') != CLAIM_USER:
+            foreign = True
+            continue
         LOG.info('Releasing the stale Placement claim of consumer '
                  '%(consumer)s on provider %(rp)s',
                  {'consumer': consumer, 'rp': provider_uuid})
         placement.retry_concurrent_update(
             _release_provider, client, consumer, provider_uuid)
         released += 1
-    return released
+    return released, foreign
 
 
 def _allocation_by_uuid(context, allocation_uuid):

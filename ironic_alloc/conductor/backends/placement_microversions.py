@@ -14,12 +14,12 @@ import re
 
 # (method, path template, microversion, what needs it)
 CALLS = (
-    ('GET', '/allocation_candidates', '1.17',
-     'limit (1.16) and required traits (1.17)'),
     ('GET', '/allocations/{consumer}', '1.28',
-     'the consumer generation, project and user in the answer'),
+     'the consumer generation, project and user (whose claim it is) in '
+     'the answer'),
     ('PUT', '/allocations/{consumer}', '1.38',
-     'consumer generation (1.28) and consumer type (1.38)'),
+     'consumer generation (1.28: null for a new consumer) and consumer '
+     'type (1.38)'),
     ('DELETE', '/allocations/{consumer}', '1.0', 'release a claim'),
     ('GET', '/resource_providers', '1.4',
      'member_of (1.3) and resources (1.4) filters'),
@@ -44,9 +44,9 @@ CALLS = (
      'traits (1.6) and error codes (1.23)'),
     ('GET', '/resource_providers/{uuid}/allocations', '1.0',
      'the consumers of one provider'),
-    ('GET', '/resource_classes/{name}', '1.2', 'whether a class exists'),
+    ('GET', '/resource_classes/{name}', '1.2',
+     'whether a class exists (a claim refused with 400)'),
     ('PUT', '/resource_classes/{name}', '1.7', 'idempotent creation'),
-    ('GET', '/traits/{name}', '1.6', 'whether a trait exists'),
     ('PUT', '/traits/{name}', '1.6', 'idempotent creation'),
 )
 

@@ -129,6 +129,12 @@ class SyncedProviders:
         with self._lock:
             self._known.pop(provider_uuid, None)
 
+    def recorded(self, provider_uuid):
+        """The Wanted state last recorded for a provider, or None."""
+        with self._lock:
+            entry = self._known.get(provider_uuid)
+        return entry[0] if entry is not None else None
+
 
 def _all_nodes(context):
     nodes = []
@@ -375,6 +381,10 @@ def sync_node(context, client, node_uuid, synced=None):
     before this write of the older one landed, and nothing else would
     repair that before the next full pass.
 
+    A provider this process made match its node before (``synced``
+    holds it) is known to exist and to be ours: only its inventory and
+    traits are read, and what differs written.
+
     :param synced: the process's SyncedProviders, kept up to date.
     :returns: SyncReport.
     """
@@ -384,7 +394,12 @@ def sync_node(context, client, node_uuid, synced=None):
         if node is None:
             _delete_provider(client, node_uuid, report, synced)
             return report
-        kind, message = _sync_one(client, node, wanted, synced)
+        known = _known_provider(synced, node_uuid)
+        kind, message = _sync_one(client, node, wanted, synced, known)
+        if kind == 'failed' and known is not None:
+            # NOTE: the provider may have been deleted or changed behind
+            # our back since it was recorded: the whole way round.
+            kind, message = _sync_one(client, node, wanted, synced)
         if kind == 'failed':
             report.errors[node_uuid] = message
             return report
@@ -397,6 +412,15 @@ def sync_node(context, client, node_uuid, synced=None):
                   'writing it again', node_uuid)
     report.synced += 1
     return report
+
+
+def _known_provider(synced, provider_uuid):
+    """The provider as a listing would show it (its name), when this
+    process made it match its node before: it exists and is a member of
+    the managed aggregate, so a sync of its node reads and writes only
+    its inventory and traits."""
+    recorded = synced.recorded(provider_uuid) if synced is not None else None
+    return None if recorded is None else {'name': recorded.name}
 
 
 def _delete_provider(client, provider_uuid, report, synced):

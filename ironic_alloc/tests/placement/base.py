@@ -15,6 +15,7 @@ import fixtures
 from keystoneauth1 import loading as ks_loading
 from testtools import content
 
+from ironic_alloc.common import placement
 from ironic_alloc.conductor.backends import placement as placement_backend
 from ironic_alloc.conf import CONF
 from ironic_alloc.conf import placement as placement_conf
@@ -22,6 +23,10 @@ from ironic_alloc.tests import base as ia_base
 from ironic_alloc.tests.placement import fixtures as pl_fixtures
 
 TEST_TIMEOUT = 180
+# The microversion of the tests' own reads of Placement (make_reader):
+# allocation candidates with required traits (1.17), as another user of
+# Placement such as Nova would ask.
+READER_MICROVERSION = '1.17'
 
 
 class _Shared:
@@ -109,6 +114,13 @@ class PlacementTestCase(ia_base.DbTestCase):
     @staticmethod
     def make_client(server, **overrides):
         return placement_backend.new_client(server.client_conf(**overrides))
+
+    @staticmethod
+    def make_reader(server):
+        """A client sending every request at READER_MICROVERSION, for
+        reads the backend itself never makes."""
+        return placement.PlacementClient(
+            lambda method, path: READER_MICROVERSION, server.client_conf())
 
     @staticmethod
     def _empty_placement(client):

@@ -1,8 +1,9 @@
 """Hundreds of concurrent allocation requests over real HTTP with
 [allocation]backend = placement: three real conductors, Placement on
 PostgreSQL with several workers (where it can give one unit to two
-consumers).  No node may be given twice in our database, and Placement
-must hold exactly the claims of the active allocations: none leaked.
+consumers).  No node may be given twice in our database, Placement must
+hold exactly the claims of the active allocations (none leaked), and the
+nodes another user of Placement holds keep that user's claims only.
 """
 
 import http.client
@@ -14,6 +15,7 @@ from ironic_alloc.api import app as api_app
 from ironic_alloc.api import hooks
 from ironic_alloc.common import states
 from ironic_alloc.common import wsgi_service
+from ironic_alloc.conductor.backends import placement_claims
 from ironic_alloc.conductor.backends import placement_sync
 from ironic_alloc.tests.functional.conductor import utils
 from ironic_alloc.tests.functional import fixtures as ia_fixtures
@@ -23,6 +25,8 @@ from ironic_alloc.tests.placement import test_allocations
 HEADERS = {'Content-Type': 'application/json',
            'X-OpenStack-Ironic-API-Version': '1.79'}
 NODES = 40
+# Nodes with the trait that Nova holds in Placement.
+HELD = 3
 REQUESTS = 200
 CLIENTS = 20
 WAIT = 120
@@ -123,12 +127,25 @@ class TestPlacementAllocationRace(base.PlacementTestCase):
         nodes = [utils.make_available_node(
             self.context, name='race-node-%d' % i, traits=['CUSTOM_RACE'])
             for i in range(NODES)]
-        # Nodes the race must not touch: no trait, or in maintenance.
+        # Nodes the race must not touch: no trait, in maintenance, or
+        # held in Placement by another user of it (Nova).
+        held = [utils.make_available_node(self.context,
+                                          traits=['CUSTOM_RACE'])
+                for _ in range(HELD)]
         others = [utils.make_available_node(self.context),
                   utils.make_available_node(self.context, maintenance=True,
                                             traits=['CUSTOM_RACE'])]
         self.assertTrue(placement_sync.sync_all(
             self.context, self.pg_client).ok)
+        nova = {}
+        for node in held:
+            instance = test_allocations.nova_instance()
+            body = placement_claims.claim_body(instance, node.uuid,
+                                               'CUSTOM_GOLD')
+            body.update(user_id='nova', project_id='nova-project')
+            self.pg_client.put('/allocations/%s' % instance.uuid, body,
+                               expected=(204,))
+            nova[node.uuid] = {instance.uuid}
 
         lost = _CountingHandler('could not reserve it')
         logging.getLogger('ironic_alloc.conductor.backends.placement_claims'
@@ -156,7 +173,9 @@ class TestPlacementAllocationRace(base.PlacementTestCase):
         # ...and Placement holds exactly the active allocations' claims.
         expected = {node_uuid: {uuid} for uuid, node_uuid in active.items()}
         expected.update({o.uuid: set() for o in others})
-        self.assertEqual(expected, self.claims_by_provider(nodes + others))
+        expected.update(nova)
+        self.assertEqual(expected, self.claims_by_provider(
+            nodes + others + held))
 
         def delete(conn, chunk):
             for uuid in chunk:
@@ -172,5 +191,7 @@ class TestPlacementAllocationRace(base.PlacementTestCase):
                                          '/v1/allocations/%s' % uuid)
             self.assertIn(status, (204, 404))
         conn.close()
-        self.assertEqual({n.uuid: set() for n in nodes + others},
-                         self.claims_by_provider(nodes + others))
+        expected = {n.uuid: set() for n in nodes + others}
+        expected.update(nova)
+        self.assertEqual(expected,
+                         self.claims_by_provider(nodes + others + held))

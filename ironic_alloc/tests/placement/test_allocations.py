@@ -5,10 +5,12 @@ resume and outages, read back through Placement's API."""
 
 import socket
 import time
+import types
 
 from oslo_utils import uuidutils
 
 from ironic_alloc.common import exception
+from ironic_alloc.common import placement
 from ironic_alloc.common import states
 from ironic_alloc.conductor import allocations
 from ironic_alloc.conductor.backends import placement as placement_backend
@@ -17,6 +19,7 @@ from ironic_alloc.conductor.backends import placement_sync
 from ironic_alloc.db import api as db_api
 from ironic_alloc.objects import allocation as allocation_obj
 from ironic_alloc.objects import conductor as conductor_obj
+from ironic_alloc.objects import node as node_obj
 from ironic_alloc.tests.functional.conductor import utils
 from ironic_alloc.tests.functional import fixtures as ia_fixtures
 from ironic_alloc.tests.placement import base
@@ -70,6 +73,16 @@ class PlacementAllocationTestCase(base.PlacementTestCase):
                                       self.conductor.host)
         return utils.wait_for_allocations(self.context,
                                           [allocation.id])[allocation.id]
+
+    def claim_directly(self, allocation, node, user=None):
+        """Claim a node's provider in Placement the way a conductor does,
+        or, with ``user``, as another user of Placement (Nova) would."""
+        body = placement_claims.claim_body(allocation, node.uuid,
+                                           'CUSTOM_GOLD')
+        if user is not None:
+            body.update(user_id=user, project_id='nova-project')
+        self.client.put('/allocations/%s' % allocation.uuid, body,
+                        expected=(204,))
 
     def claims(self, allocation_uuid, client=None):
         return set((client or self.client).get(
@@ -366,8 +379,7 @@ class TestPeriodicPass(PlacementAllocationTestCase):
         self.wait_for(synced, 'the provider of a new node')
         failed = utils.make_allocation(self.context, self.me,
                                        state=states.ALLOCATION_ERROR)
-        self.assertTrue(placement_claims.claim(self.client, failed,
-                                               node.uuid, 'CUSTOM_GOLD'))
+        self.claim_directly(failed, node)
         self.wait_for(lambda: not self.consumers(node.uuid),
                       'the stale claim to be released')
 
@@ -397,8 +409,7 @@ class TestFirstPassAtStart(PlacementAllocationTestCase):
 class TestResume(PlacementAllocationTestCase):
 
     def _claim_as_dead_conductor(self, allocation, node):
-        self.assertTrue(placement_claims.claim(self.client, allocation,
-                                               node.uuid, 'CUSTOM_GOLD'))
+        self.claim_directly(allocation, node)
 
     def test_claim_of_a_dead_conductor_is_reused(self):
         nodes = [self.node() for _ in range(4)]
@@ -440,7 +451,8 @@ class TestResume(PlacementAllocationTestCase):
                                                    other.id))
         claimer = placement_claims._Claimer(
             self.context, self.client, allocation,
-            allocations.criteria_of(allocation), self.me)
+            allocations.criteria_of(allocation), self.me,
+            placement_claims.ForeignHolds())
         self.assertRaises(exception.AllocationLost, claimer.reserve_claimed,
                           node.id)
         self.assertEqual({node.uuid}, self.claims(allocation.uuid))
@@ -463,7 +475,7 @@ class TestOutage(PlacementAllocationTestCase):
         allocation = self.allocate()
         self.assertEqual(states.ALLOCATION_ERROR, allocation.state)
         self.assertIn('Placement could not be used', allocation.last_error)
-        self.assertIn('GET /allocations/%s' % allocation.uuid,
+        self.assertIn('PUT /allocations/%s' % allocation.uuid,
                       allocation.last_error)
 
     def test_node_changes_go_on(self):
@@ -474,3 +486,201 @@ class TestOutage(PlacementAllocationTestCase):
         self.assertTrue(node.maintenance)
         self.rpcapi.destroy_node(self.context, node.id, self.conductor.host)
         self.assertRaises(exception.NodeNotFound, node.refresh)
+
+
+def nova_instance():
+    """A consumer of another user of Placement (anything with uuid and
+    owner, as claim_body() reads them)."""
+    return types.SimpleNamespace(uuid=uuidutils.generate_uuid(), owner=None)
+
+
+class TestForeignHolds(PlacementAllocationTestCase):
+    """Providers that another user of Placement (Nova) holds."""
+
+    def hold_as_nova(self, node):
+        instance = nova_instance()
+        self.claim_directly(instance, node, user='nova')
+        return instance
+
+    def record_claims(self):
+        """The providers of the claims the conductor sends from now on."""
+        claimed = []
+        client = self.service.backend.client
+        send = client.request
+
+        def recording(method, path, body=None, expected=(200,)):
+            if method == 'PUT' and path.startswith('/allocations/'):
+                claimed.extend(body['allocations'])
+            return send(method, path, body=body, expected=expected)
+
+        client.request = recording
+        self.addCleanup(vars(client).pop, 'request')
+        return claimed
+
+    def test_held_node_is_skipped_and_remembered(self):
+        held = self.node()
+        free = self.node()
+        self.sync()
+        nova = self.hold_as_nova(held)
+        first = self.allocate()
+        self.assertClaimed(first, free)
+        self.assertEqual({nova.uuid}, self.consumers(held.uuid))
+        # Nothing else is free: the error names the hold, which stays.
+        second = self.allocate()
+        self.assertEqual(states.ALLOCATION_ERROR, second.state)
+        self.assertIn('No candidate node: the matching free nodes are held '
+                      'in Placement by other consumers (%s).' % held.uuid,
+                      second.last_error)
+        self.assertIn(held.uuid, self.service.backend.foreign_holds)
+        self.assertEqual(set(), self.claims(second.uuid))
+        self.assertEqual({nova.uuid}, self.consumers(held.uuid))
+        # Remembered: the next search skips it without a claim.
+        self.wait_for(lambda: self.reserved(free.uuid) == {'CUSTOM_GOLD': 1},
+                      'reserved = 1 on the claimed node')
+        self.rpcapi.destroy_allocation(self.context, first.id,
+                                       self.conductor.host)
+        self.wait_for(lambda: self.reserved(free.uuid) == {'CUSTOM_GOLD': 0},
+                      'reserved = 0 on the freed node')
+        claimed = self.record_claims()
+        third = self.allocate()
+        self.assertClaimed(third, free)
+        self.assertEqual([free.uuid], claimed)
+        self.assertInvariant()
+
+    def test_full_pass_keeps_foreign_claims_and_refreshes_them(self):
+        held = self.node()
+        ours = self.node()
+        self.sync()
+        nova = self.hold_as_nova(held)
+        # A claim of ours that no allocation holds goes; Nova's stays and
+        # is remembered without any allocation having met it.
+        failed = utils.make_allocation(self.context, self.me,
+                                       state=states.ALLOCATION_ERROR)
+        self.claim_directly(failed, ours)
+        report = self.service.backend.sync_all()
+        self.assertTrue(report.ok, report)
+        self.assertEqual({nova.uuid}, self.consumers(held.uuid))
+        self.assertEqual(set(), self.consumers(ours.uuid))
+        self.assertIn(held.uuid, self.service.backend.foreign_holds)
+        self.assertNotIn(ours.uuid, self.service.backend.foreign_holds)
+        # Nova lets go: the next pass forgets the hold, and the node is
+        # given out again.
+        self.client.delete('/allocations/%s' % nova.uuid)
+        self.assertTrue(self.service.backend.sync_all().ok)
+        self.assertNotIn(held.uuid, self.service.backend.foreign_holds)
+        allocations = [self.allocate(), self.allocate()]
+        self.assertEqual({held.id, ours.id},
+                         {a.node_id for a in allocations})
+        self.assertInvariant()
+
+    def test_hold_released_before_the_pass_waits_for_it(self):
+        # Until the next full pass a remembered hold is skipped, even when
+        # its holder has let go meanwhile.
+        node = self.node()
+        self.sync()
+        nova = self.hold_as_nova(node)
+        self.assertEqual(states.ALLOCATION_ERROR, self.allocate().state)
+        self.client.delete('/allocations/%s' % nova.uuid)
+        late = self.allocate()
+        self.assertEqual(states.ALLOCATION_ERROR, late.state)
+        self.assertIn('held in Placement by other consumers',
+                      late.last_error)
+        self.assertTrue(self.service.backend.sync_all().ok)
+        self.assertClaimed(self.allocate(), node)
+
+
+class TestClaimRefusals(PlacementAllocationTestCase):
+    """What Placement answers a claim besides yes."""
+
+    def test_node_placement_has_no_provider_for(self):
+        # Free in our database, unknown to Placement (its sync failed):
+        # Placement answers the claim with 400, keeping the empty consumer
+        # it made; the provider is made on the spot and claimed.
+        self.client.ensure_resource_class('CUSTOM_GOLD')
+        node = self.node()
+        self.assertIsNone(self.provider(node.uuid))
+        self.assertClaimed(self.allocate(), node)
+        self.assertInvariant()
+
+    def test_class_placement_does_not_know(self):
+        resource_class = 'rc-%s' % uuidutils.generate_uuid()[:8]
+        node = self.node(resource_class=resource_class)
+        allocation = self.allocate(resource_class=resource_class)
+        self.assertClaimed(allocation, node)
+
+    def test_claim_sent_twice(self):
+        # The conductor's claim reaches Placement, its answer is lost and
+        # the claim is sent again: Placement answers the second one with
+        # placement.concurrent_update (the consumer exists), the conductor
+        # reads the consumer and finds its own claim.
+        node = self.node()
+        self.sync()
+        allocation = utils.make_allocation(self.context, self.me)
+        client = self.service.backend.client
+        send = client.request
+        answers = []
+
+        def lost_answer(method, path, body=None, expected=(200,)):
+            if (method, path) != ('PUT', '/allocations/%s'
+                                  % allocation.uuid):
+                return send(method, path, body=body, expected=expected)
+            if not answers:
+                answers.append(send(method, path, body=body,
+                                    expected=expected).status_code)
+            try:
+                return send(method, path, body=body, expected=expected)
+            except exception.PlacementConflict as exc:
+                answers.append(exc.error_code)
+                raise
+
+        client.request = lost_answer
+        self.addCleanup(vars(client).pop, 'request')
+        self.rpcapi.create_allocation(self.context, allocation.id,
+                                      self.conductor.host)
+        allocation = utils.wait_for_allocations(
+            self.context, [allocation.id])[allocation.id]
+        self.assertClaimed(allocation, node)
+        self.assertEqual([204, placement.CONCURRENT_UPDATE], answers)
+
+
+class TestRequestsPerAllocation(PlacementAllocationTestCase):
+
+    def record(self):
+        sent = []
+        client = self.service.backend.client
+        send = client.request
+
+        def recording(method, path, body=None, expected=(200,)):
+            sent.append((method, path))
+            return send(method, path, body=body, expected=expected)
+
+        client.request = recording
+        self.addCleanup(vars(client).pop, 'request')
+        return sent
+
+    def test_requests(self):
+        # After a full pass of the conductor (which records each provider
+        # it made match its node): the allocation sends one claim, and
+        # the sync of the node it reserved one inventory write between two
+        # reads; its deletion the same with the release.
+        for _ in range(3):
+            self.node()
+        self.assertTrue(self.service.backend.sync_all().ok)
+        sent = self.record()
+        allocation = self.allocate()
+        self.assertEqual(states.ALLOCATION_ACTIVE, allocation.state)
+        provider = '/resource_providers/%s' % node_obj.Node.uuids_by_id(
+            self.context, [allocation.node_id])[allocation.node_id]
+        self.wait_for(lambda: len(sent) >= 4, 'the sync of the node')
+        self.assertEqual([('PUT', '/allocations/%s' % allocation.uuid),
+                          ('GET', provider + '/inventories'),
+                          ('PUT', provider + '/inventories'),
+                          ('GET', provider + '/traits')], sent)
+        del sent[:]
+        self.rpcapi.destroy_allocation(self.context, allocation.id,
+                                       self.conductor.host)
+        self.wait_for(lambda: len(sent) >= 4, 'the sync of the node')
+        self.assertEqual([('DELETE', '/allocations/%s' % allocation.uuid),
+                          ('GET', provider + '/inventories'),
+                          ('PUT', provider + '/inventories'),
+                          ('GET', provider + '/traits')], sent)

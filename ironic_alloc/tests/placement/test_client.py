@@ -5,6 +5,8 @@ answer."""
 import socket
 import threading
 
+from oslo_utils import uuidutils
+
 from ironic_alloc.common import exception
 from ironic_alloc.common import placement
 from ironic_alloc.conductor.backends import placement as placement_backend
@@ -23,7 +25,8 @@ class TestPlacementClient(base.PlacementTestCase):
         # Placement answers with the version it was asked for.
         for method, path in (('GET', '/resource_providers'),
                              ('GET', '/resource_classes/CUSTOM_NOT_THERE'),
-                             ('GET', '/traits/CUSTOM_NOT_THERE')):
+                             ('GET', '/allocations/%s'
+                              % uuidutils.generate_uuid())):
             response = self.client.request(method, path,
                                            expected=(200, 404))
             self.assertEqual(
@@ -57,8 +60,9 @@ class TestPlacementClient(base.PlacementTestCase):
             self.client.ensure_trait('CUSTOM_IA_CLIENT_TEST')
         self.assertIsNotNone(self.client.get(
             '/resource_classes/CUSTOM_IA_CLIENT_TEST'))
+        # NOTE: 204, not 201: the trait exists.
         self.assertEqual(204, self.client.request(
-            'GET', '/traits/CUSTOM_IA_CLIENT_TEST',
+            'PUT', '/traits/CUSTOM_IA_CLIENT_TEST',
             expected=(204,)).status_code)
 
 

@@ -61,8 +61,10 @@ class SyncTestCase(base.PlacementTestCase):
         query = 'resources=%s:1' % resource_class
         if required:
             query += '&required=%s' % required
-        summaries = self.client.get('/allocation_candidates?' + query)[
-            'provider_summaries']
+        # NOTE: what another user of Placement is offered; the backend
+        # itself never asks for candidates.
+        summaries = self.make_reader(self.placement).get(
+            '/allocation_candidates?' + query)['provider_summaries']
         return set(summaries)
 
 
@@ -200,6 +202,32 @@ class TestFleetSync(SyncTestCase):
                                           node.uuid)
         self.assertEqual(1, report.deleted)
         self.assertIsNone(self.provider(node.uuid))
+
+    def test_sync_node_of_a_provider_synced_before(self):
+        # A provider this process made match its node exists and is ours:
+        # a sync of the node reads only its inventory and traits.
+        node = self.node(traits=['CUSTOM_A'])
+        self.assertTrue(self.sync_all().ok)
+        node.maintenance = True
+        node.save()
+        sent = self.count_requests(self.client)
+        report = placement_sync.sync_node(self.context, self.client,
+                                          node.uuid, self.synced)
+        self.assertTrue(report.ok, report)
+        path = '/resource_providers/%s' % node.uuid
+        self.assertEqual([('GET', path + '/inventories'),
+                          ('PUT', path + '/inventories'),
+                          ('GET', path + '/traits')], sent)
+        self.assertProvider(node, _inventory('CUSTOM_GOLD', 1), ['CUSTOM_A'])
+
+    def test_sync_node_of_a_provider_deleted_behind_our_back(self):
+        node = self.node(traits=['CUSTOM_A'])
+        self.assertTrue(self.sync_all().ok)
+        self.client.delete('/resource_providers/%s' % node.uuid)
+        report = placement_sync.sync_node(self.context, self.client,
+                                          node.uuid, self.synced)
+        self.assertTrue(report.ok, report)
+        self.assertProvider(node, _inventory('CUSTOM_GOLD', 0), ['CUSTOM_A'])
 
     def test_sync_node_writes_again_what_changed_meanwhile(self):
         node = self.node()

@@ -11,8 +11,10 @@ conductor's periodic full pass: the benchmark waits until Placement offers
 every node before the measured part and reports that wait as set-up.
 """
 
+import collections
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -36,6 +38,8 @@ DEFAULT_SYNC_TIMEOUT = 1800.0
 # once the loaded nodes are in Placement): the service's default.
 MEASURED_SYNC_INTERVAL = 600
 REQUEST_TIMEOUT = 30
+# The command line of Placement's gunicorn processes, for their CPU.
+PROCESS_PATTERN = r'placement\.wsgi\.api:application'
 
 
 class PlacementUnavailable(Exception):
@@ -170,6 +174,42 @@ def wait_for_sync(count, expected, timeout, interval=1.0,
                 % (found, expected, now - start))
             last_said = now
         sleep(interval)
+
+
+# One request of gunicorn's access log (its default format): the method,
+# the path without its query, the status.
+_ACCESS_LINE = re.compile(r'"([A-Z]+) (/[^ ?"]*)[^"]* HTTP/[0-9.]+" '
+                          r'([0-9]{3}) ')
+_UUID = re.compile(r'[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-'
+                   r'[0-9a-f]{12}')
+# The resource class or trait named in a path.
+_NAMED = re.compile(r'^(/(?:resource_classes|traits)/)[^/]+$')
+
+
+def request_kind(method, path):
+    """``GET /allocations/{uuid}`` for ``GET /allocations/<a uuid>``."""
+    path = _NAMED.sub(r'\1{name}', _UUID.sub('{uuid}', path))
+    return '%s %s' % (method, path)
+
+
+def count_requests(lines):
+    """{request kind: count} of the requests in gunicorn access log
+    lines."""
+    counts = collections.Counter()
+    for line in lines:
+        match = _ACCESS_LINE.search(line)
+        if match:
+            counts[request_kind(match.group(1), match.group(2))] += 1
+    return counts
+
+
+def request_counter(log_path):
+    """``counter()`` -> {request kind: count} of every request Placement
+    has answered so far, read from its access log at ``log_path``."""
+    def counter():
+        with open(log_path, errors='replace') as log:
+            return count_requests(log)
+    return counter
 
 
 def leftover_claims(lookup, consumer_uuids):

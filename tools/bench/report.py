@@ -192,6 +192,33 @@ def machine_cpu_usage(result):
             'ms_per_allocation': 1000.0 * busy / requested}
 
 
+def placement_requests_per_allocation(result, phase='cycle'):
+    """Placement requests per allocation requested (None: not counted)."""
+    counts = (result.get('placement_requests') or {}).get(phase)
+    requested = result['allocations']['requested']
+    if counts is None or not requested:
+        return None
+    return sum(counts.values()) / requested
+
+
+def _placement_request_lines(result):
+    counted = result.get('placement_requests') or {}
+    lines = []
+    for phase, when in (('allocate', 'in the allocate phase'),
+                        ('cycle', 'from the allocate phase until Placement '
+                                  'was quiet after the deletions')):
+        if phase in counted:
+            lines.append('  Placement requests %s: %d, %s per allocation '
+                         'requested' % (
+                             when, sum(counted[phase].values()),
+                             _num(placement_requests_per_allocation(
+                                 result, phase))))
+    for kind, count in sorted((counted.get('cycle') or {}).items(),
+                              key=lambda kv: (-kv[1], kv[0])):
+        lines.append('    %6d  %s' % (count, kind))
+    return lines
+
+
 def format_run(result):
     """The human-readable report of one run."""
     settings = result['settings']
@@ -265,6 +292,7 @@ def format_run(result):
                      '= %.0f %% of %d CPUs, %.1f CPU ms per allocation '
                      'requested' % (usage['seconds'], usage['percent'],
                                     usage['cpus'], usage['ms_per_allocation']))
+    lines += _placement_request_lines(result)
     lines.append('')
     rows = []
     for label, key in (('POST /v1/allocations', 'post'),
@@ -377,6 +405,12 @@ def format_sweep(rows):
         header.insert(2, 'placement sync s')
         for cells, seconds in zip(table, syncs):
             cells.insert(2, _num(seconds, '%.1f'))
+    per_allocation = [placement_requests_per_allocation(row['result'])
+                      for row in rows]
+    if any(v is not None for v in per_allocation):
+        header.append('Placement req/alloc')
+        for cells, value in zip(table, per_allocation):
+            cells.append(_num(value))
     lines = ['Cost per allocation by fleet size, backend %s (ratios to %d '
              'nodes)' % (', '.join(backends), rows[0]['nodes'])]
     lines += _table(header, table)

@@ -5,6 +5,7 @@ import os
 import sys
 import tempfile
 import threading
+import time
 import uuid
 
 from tools.bench import checks as checks_mod
@@ -40,6 +41,12 @@ class RunOptions:
     after_enroll: object = None
     # The allocation backend of the service, for the report.
     backend: str = None
+    # ``request_counter()`` -> collections.Counter {request kind: count}
+    # of the requests Placement answered so far (the placement backend);
+    # reported: those of the allocate phase, and those from its start
+    # until Placement is quiet again after the delete phase (what a whole
+    # allocation costs).
+    request_counter: object = None
 
     def describe(self):
         described = {'nodes': self.nodes, 'enroll': self.enroll,
@@ -144,6 +151,21 @@ def _group_usage(cpu_groups, before):
     return usage
 
 
+def settled(count, quiet=2.0, timeout=60.0, clock=time.monotonic,
+            sleep=time.sleep):
+    """``count()`` once it has not changed for ``quiet`` seconds: work the
+    service queued (the placement backend's node syncs) ends after the
+    phase that caused it.  At most ``timeout`` seconds of waiting."""
+    last = count()
+    since = start = clock()
+    while clock() - since < quiet and clock() - start < timeout:
+        sleep(0.5)
+        now = count()
+        if now != last:
+            last, since = now, clock()
+    return last
+
+
 def _memory(pid):
     return service_mod.memory_of(pid) if pid else None
 
@@ -184,6 +206,9 @@ def run(settings, options):
     enrolled = []
     cpu = {}
     setup = {}
+    requests = {}
+    count = options.request_counter
+    started = None
     try:
         phases['enroll'], enrolled = _enroll(settings, options, name_prefix,
                                              stop)
@@ -197,12 +222,15 @@ def run(settings, options):
                 profile, sampler = _start_profile(pid)
             groups_before = _group_cpu(_group_pids(options.cpu_groups))
             cpu_before = _cpu(pid)
+            started = count() if count else None
             try:
                 phases['allocate'], records = phases_mod.allocate(
                     settings, options.allocations, stop)
             finally:
                 if sampler is not None:
                     profile = sampler.stop()
+            if count:
+                requests['allocate'] = dict(count() - started)
             cpu = {name: (after - cpu_before[name]
                           if None not in (after, cpu_before[name])
                           else None)
@@ -221,6 +249,8 @@ def run(settings, options):
         phases['delete'] = phases_mod.delete(
             settings, records, threading.Event())
         phases['delete'].interrupted |= interrupted
+        if count and started is not None:
+            requests['cycle'] = dict(settled(count) - started)
         if options.checks and records and not interrupted:
             _run_checks(settings, records, 'after delete', True,
                         found_checks, check_seconds, threading.Event())
@@ -236,6 +266,8 @@ def run(settings, options):
              'allocate_cpu_seconds': cpu}
     if setup:
         extra['setup_seconds'] = setup
+    if requests:
+        extra['placement_requests'] = requests
     if pid:
         peak = (_memory(pid) or {}).get('peak')
         memory['after_run'] = (_memory(pid) or {}).get('rss')

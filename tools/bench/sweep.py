@@ -98,7 +98,12 @@ def run_size(settings, options, nodes):
                 then=lambda: service.reconfigure(
                     [('placement', 'sync_interval',
                       str(placement_mod.MEASURED_SYNC_INTERVAL))])),
-            'extra_check': placement_mod.claims_check(placement.url)}
+            'extra_check': placement_mod.claims_check(placement.url),
+            'request_counter': placement_mod.request_counter(
+                placement.access_log),
+            # NOTE: Placement's own CPU, besides the service's and the
+            # whole machine's.
+            'cpu_groups': (('placement', placement_mod.PROCESS_PATTERN),)}
     service = service_mod.StandaloneService(
         workdir, db_url=options.db_url, transport_url=options.transport_url,
         options=service_options, executable=options.executable)

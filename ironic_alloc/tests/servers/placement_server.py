@@ -168,6 +168,11 @@ class PlacementServer:
         return self.server.url
 
     @property
+    def access_log(self):
+        """gunicorn's log, with a line per request Placement answered."""
+        return self.server.log_path
+
+    @property
     def process(self):
         return self.server.process if self.server else None
 

@@ -221,3 +221,77 @@ class TestReport(base.TestCase):
         self.assertEqual('placement', runner.RunOptions(
             backend='placement').describe()['backend'])
         self.assertNotIn('backend', runner.RunOptions().describe())
+
+
+class TestPlacementRequests(base.TestCase):
+
+    UUID = '7b1c3e52-0f4d-4c2a-9d5e-2f6a8b9c0d1e'
+
+    def test_access_log_lines(self):
+        lines = [
+            '--- start 1234 on port 8778',
+            '127.0.0.1 - - [26/Nov/2026:02:00:00 +0000] "PUT /allocations/'
+            '%s HTTP/1.1" 204 0 "-" "keystoneauth1/5.9.1"' % self.UUID,
+            '127.0.0.1 - - [26/Nov/2026:02:00:00 +0000] "GET /resource_'
+            'providers/%s/inventories HTTP/1.1" 200 210 "-" "ks"'
+            % self.UUID,
+            '127.0.0.1 - - [26/Nov/2026:02:00:01 +0000] "GET /resource_'
+            'providers?member_of=x&resources=CUSTOM_BENCH:1 HTTP/1.1" 200 '
+            '90 "-" "Python-urllib/3.11"',
+            '127.0.0.1 - - [26/Nov/2026:02:00:01 +0000] "PUT /resource_'
+            'classes/CUSTOM_BENCH HTTP/1.1" 204 0 "-" "ks"',
+            '127.0.0.1 - - [26/Nov/2026:02:00:01 +0000] "PUT /allocations/'
+            '%s HTTP/1.1" 409 300 "-" "ks"' % self.UUID,
+            '[2026-11-26 02:00:02 +0000] [1234] [INFO] Booting worker',
+        ]
+        self.assertEqual({'PUT /allocations/{uuid}': 2,
+                          'GET /resource_providers/{uuid}/inventories': 1,
+                          'GET /resource_providers': 1,
+                          'PUT /resource_classes/{name}': 1},
+                         dict(placement.count_requests(lines)))
+
+    def test_counter_reads_the_log_again(self):
+        path = os.path.join(self.useFixture(fixtures.TempDir()).path,
+                            'gunicorn.log')
+        line = ('127.0.0.1 - - [26/Nov/2026:02:00:00 +0000] "DELETE '
+                '/allocations/%s HTTP/1.1" 204 0 "-" "ks"\n' % self.UUID)
+        with open(path, 'w') as log:
+            log.write(line)
+        counter = placement.request_counter(path)
+        before = counter()
+        with open(path, 'a') as log:
+            log.write(line * 2)
+        self.assertEqual({'DELETE /allocations/{uuid}': 2},
+                         dict(counter() - before))
+
+    def test_settled_waits_for_quiet(self):
+        clock = FakeClock()
+        counts = iter([1, 2, 5, 5, 5, 5, 5, 5, 9])
+        self.assertEqual(5, runner.settled(lambda: next(counts), quiet=2.0,
+                                           clock=clock, sleep=clock.sleep))
+
+    def test_settled_gives_up(self):
+        clock = FakeClock()
+        counts = iter(range(1000))
+        self.assertEqual(20, runner.settled(lambda: next(counts), quiet=2.0,
+                                            timeout=10.0, clock=clock,
+                                            sleep=clock.sleep))
+
+    def test_report(self):
+        result = test_bench._sample_run(extra={'placement_requests': {
+            'allocate': {'PUT /allocations/{uuid}': 10},
+            'cycle': {'PUT /allocations/{uuid}': 10,
+                      'DELETE /allocations/{uuid}': 10}}})
+        requested = result['allocations']['requested']
+        text = report.format_run(result)
+        self.assertIn('Placement requests in the allocate phase: 10, %.2f '
+                      'per allocation requested' % (10 / requested), text)
+        self.assertIn('Placement requests from the allocate phase until '
+                      'Placement was quiet after the deletions: 20, %.2f '
+                      'per allocation requested' % (20 / requested), text)
+        self.assertIn('      10  DELETE /allocations/{uuid}', text)
+        rows = [{'nodes': 1000, 'backend': 'placement', 'load_seconds': 1.0,
+                 'result': result, 'rss_mib': {}}]
+        lines = report.format_sweep(rows).splitlines()
+        self.assertIn('Placement req/alloc', lines[1])
+        self.assertEqual('%.2f' % (20 / requested), lines[3].split()[-1])

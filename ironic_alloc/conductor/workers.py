@@ -160,5 +160,4 @@ class AllocationWorker:
                       'by the next re-drive: %(exc)s',
                       {'id': allocation_id, 'exc': future.exception()})
         elif future.result() is not None:
-            # NOTE: the reserved node is no longer pickable.
-            self._backend.node_id_changed(future.result())
+            self._backend.node_reserved(future.result())

@@ -79,3 +79,8 @@ class AllocationBackend(metaclass=abc.ABCMeta):
 
     def node_id_changed(self, node_id):
         """node_changed() for a node known by its id."""
+
+    def node_reserved(self, node_id):
+        """reserve() reserved this node for an allocation: it is no longer
+        pickable."""
+        self.node_id_changed(node_id)

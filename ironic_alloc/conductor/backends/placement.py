@@ -141,6 +141,12 @@ class PlacementBackend(base.AllocationBackend):
         # NOTE: the uuid is read on the sync thread, not the caller's.
         self._submit(self._sync_node_id, node_id)
 
+    def node_reserved(self, node_id):
+        """Nothing to write: the allocation's claim holds the provider's
+        one unit already, so Placement offers the node to nobody.  The
+        provider is marked reserved by the next change of the node or
+        full pass that finds it still allocated."""
+
     def _submit(self, func, *args):
         try:
             self._sync_pool.submit(func, *args)

@@ -9,6 +9,7 @@ dead that comes back can never overwrite a take-over.
 from oslo_log import log
 
 from ironic_alloc.common import exception
+from ironic_alloc.common import matching
 from ironic_alloc.common import states
 from ironic_alloc.db import api as db_api
 from ironic_alloc.objects import allocation as allocation_obj
@@ -23,8 +24,17 @@ DEALLOCATION_STATES = states.UPDATE_ALLOWED_STATES
 
 
 def criteria_of(allocation):
+    """What the backends search for: ``traits`` are the required traits
+    (plain names, as without the matching language), ``forbidden_traits``
+    and ``any_of_traits`` (list of lists) the rest of the trait
+    expressions, ``match`` the allocation's match object."""
+    # NOTE: the API validated the expressions before the row was written.
+    traits = matching.parse_traits(allocation.traits or [])
     return {'resource_class': allocation.resource_class,
-            'traits': list(allocation.traits or []),
+            'traits': traits.required,
+            'forbidden_traits': traits.forbidden,
+            'any_of_traits': traits.any_of,
+            'match': dict(allocation.match or {}),
             'candidate_uuids': list(allocation.candidate_nodes or []),
             'owner': allocation.owner}
 

@@ -214,8 +214,10 @@ class Connection(metaclass=abc.ABCMeta):
                                   name=None):
         """Ids of nodes matching an allocation, in one indexed query.
 
-        :param criteria: dict with resource_class, traits, candidate_uuids,
-            owner.
+        :param criteria: dict with resource_class, traits (the required
+            ones), candidate_uuids, owner, and optionally forbidden_traits,
+            any_of_traits (list of lists of traits) and match (see
+            conductor/allocations.criteria_of).
         :param pivot: a uuid; nodes are returned in uuid order starting at
             it, wrapping around, so concurrent allocations start at
             different places of the index.

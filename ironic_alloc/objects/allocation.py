@@ -1,3 +1,5 @@
+from oslo_utils import versionutils
+
 from ironic_alloc.db import api as db_api
 from ironic_alloc.objects import base
 from ironic_alloc.objects import fields
@@ -6,7 +8,8 @@ from ironic_alloc.objects import fields
 @base.IronicAllocObjectRegistry.register
 class Allocation(base.IronicAllocObject):
     # Version 1.0: Initial version
-    VERSION = '1.0'
+    # Version 1.1: match (the matching language, API extension 1.1)
+    VERSION = '1.1'
 
     dbapi = db_api.get_instance()
 
@@ -22,10 +25,17 @@ class Allocation(base.IronicAllocObject):
         'traits': fields.ListOfStringsField(nullable=True),
         'candidate_nodes': fields.ListOfStringsField(nullable=True),
         'extra': fields.FlexibleDictField(nullable=True),
+        'match': fields.FlexibleDictField(nullable=True),
         'conductor_affinity': fields.IntegerField(nullable=True),
         'created_at': fields.DateTimeField(nullable=True),
         'updated_at': fields.DateTimeField(nullable=True),
     }
+
+    def obj_make_compatible(self, primitive, target_version):
+        super().obj_make_compatible(primitive, target_version)
+        version = versionutils.convert_version_to_tuple(target_version)
+        if version < (1, 1):
+            primitive.pop('match', None)
 
     @classmethod
     def get_by_id(cls, context, allocation_id):

@@ -1,10 +1,10 @@
 """A made-up API extension for the tests of the extension machinery.
 
-Extension version 1.0, the only real one, adds nothing: there is no real
-feature to gate yet.  The gates, the field hiding and the endpoint routing
-are proved on extension version 1.1 and its feature, which exist only
-while the fixture is in place (the tables of extensions.py patched, and
-restored afterwards).
+The gates, the field hiding and the endpoint routing are proved on a
+made-up version one above the newest real one (MAX_MINOR + 1) and its
+feature, which exist only while the fixture is in place (the tables of
+extensions.py patched, and restored afterwards), so the tests do not
+depend on what the real versions add.
 """
 
 from unittest import mock
@@ -14,12 +14,12 @@ import fixtures
 from ironic_alloc.api.controllers.v1 import extensions
 
 FEATURE = 'test-feature'
-MINOR = 1
+MINOR = extensions.MAX_MINOR + 1
 VERSION = '%d.%d' % (extensions.MAJOR, MINOR)
 
 
 class TestExtension(fixtures.Fixture):
-    """Extension version 1.1 adding FEATURE, with the given extension
+    """Extension version VERSION adding FEATURE, with the given extension
     fields and endpoints.
 
     :param fields: {resource: [wire field names]} made FEATURE's fields.

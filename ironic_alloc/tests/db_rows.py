@@ -12,6 +12,9 @@ would have written, with the models' tables, in one transaction each
 import datetime
 import uuid
 
+import sqlalchemy as sa
+
+from ironic_alloc.common import matching
 from ironic_alloc.common import states
 from ironic_alloc.db.sqlalchemy import models
 
@@ -19,14 +22,18 @@ from ironic_alloc.db.sqlalchemy import models
 DRIVER = 'fake-hardware'
 
 
-def insert_available_nodes(engine, count, resource_class, name_prefix):
+def insert_available_nodes(engine, count, resource_class, name_prefix,
+                           properties=None):
     """Insert ``count`` available, powered off nodes without traits.
 
     :param engine: an SQLAlchemy engine on a database whose schema is at
         head.
     :param name_prefix: the nodes are named ``<name_prefix>-<index>``.
+    :param properties: the nodes' properties (default: none), with their
+        normalised columns and capabilities, as the service writes them.
     :returns: the uuids of the new nodes, in name order.
     """
+    properties = dict(properties or {})
     # NOTE: the service stores naive UTC times.
     now = datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
     uuids = [str(uuid.uuid4()) for _ in range(count)]
@@ -37,12 +44,22 @@ def insert_available_nodes(engine, count, resource_class, name_prefix):
              'provision_state': states.AVAILABLE,
              'provision_updated_at': now,
              'power_state': states.POWER_OFF,
-             'properties': {}, 'extra': {}, 'driver_info': {},
-             'driver_internal_info': {}, 'instance_info': {}}
+             'properties': properties, 'extra': {}, 'driver_info': {},
+             'driver_internal_info': {}, 'instance_info': {},
+             **matching.node_match_columns(properties)}
             for index, node_uuid in enumerate(uuids)]
+    capabilities = matching.node_capabilities(properties)
     if rows:
         with engine.begin() as conn:
             conn.execute(models.Node.__table__.insert(), rows)
+            if capabilities:
+                nodes = models.Node.__table__
+                ids = conn.execute(sa.select(nodes.c.id).where(
+                    nodes.c.uuid.in_(uuids))).scalars()
+                conn.execute(models.NodeCapability.__table__.insert(), [
+                    {'node_id': node_id, 'name': name, 'value': value}
+                    for node_id in ids
+                    for name, value in sorted(capabilities.items())])
     return uuids
 
 

@@ -20,10 +20,14 @@ BATCH = 2000
 DRIVER = 'fake-hardware'
 
 
-def node_rows(uuids, resource_class, name_prefix, start, now):
+def node_rows(uuids, resource_class, name_prefix, start, now,
+              properties=None, match_columns=None):
     """The ``nodes`` rows of available fake-hardware nodes.
 
     :param start: the index of the first node (for its name).
+    :param properties: the nodes' properties (default: none).
+    :param match_columns: their normalised columns, as ironic_alloc's
+        matching.node_match_columns() makes them (default: none).
     """
     return [{'uuid': node_uuid,
              'name': '%s-%06d' % (name_prefix, start + i),
@@ -38,9 +42,10 @@ def node_rows(uuids, resource_class, name_prefix, start, now):
              'protected': False,
              'retired': False,
              'console_enabled': False,
-             'properties': {}, 'extra': {}, 'driver_info': {},
-             'driver_internal_info': {}, 'instance_info': {},
-             'created_at': now}
+             'properties': dict(properties or {}), 'extra': {},
+             'driver_info': {}, 'driver_internal_info': {},
+             'instance_info': {}, 'created_at': now,
+             **(match_columns or {})}
             for i, node_uuid in enumerate(uuids)]
 
 
@@ -58,11 +63,14 @@ def _engine(db_url):
 
 
 def load_nodes(db_url, count, resource_class, traits=(), name_prefix='bench',
-               batch=BATCH, progress=None, stop=None):
+               batch=BATCH, progress=None, stop=None, properties=None):
     """Insert ``count`` available nodes (and their traits).
 
     Each batch is one transaction: nodes by executemany, their ids read
-    back by uuid, then their traits by executemany.
+    back by uuid, then their traits and capabilities by executemany.
+
+    :param properties: the nodes' properties (default: none), with the
+        normalised columns and capabilities the service writes with them.
 
     :param progress: an optional progress.Progress.
     :param stop: an optional threading.Event ending the load early.
@@ -70,10 +78,15 @@ def load_nodes(db_url, count, resource_class, traits=(), name_prefix='bench',
     """
     # NOTE: imported here so that the rest of the tool runs without
     # ironic_alloc installed.
+    from ironic_alloc.common import matching
     from ironic_alloc.db.sqlalchemy import models
 
     nodes = models.Node.__table__
     node_traits = models.NodeTrait.__table__
+    node_capabilities = models.NodeCapability.__table__
+    match_columns = matching.node_match_columns(properties or {})
+    capabilities = sorted(matching.node_capabilities(
+        properties or {}).items())
     engine = _engine(db_url)
     inserted = []
     start_time = time.perf_counter()
@@ -88,12 +101,19 @@ def load_nodes(db_url, count, resource_class, traits=(), name_prefix='bench',
             with engine.begin() as conn:
                 conn.execute(nodes.insert(),
                              node_rows(uuids, resource_class, name_prefix,
-                                       start, now))
-                if traits:
+                                       start, now, properties,
+                                       match_columns))
+                if traits or capabilities:
                     ids = [row.id for row in conn.execute(
                         sa.select(nodes.c.id).where(nodes.c.uuid.in_(uuids)))]
+                if traits:
                     conn.execute(node_traits.insert(),
                                  trait_rows(ids, traits, now))
+                if capabilities:
+                    conn.execute(node_capabilities.insert(), [
+                        {'node_id': node_id, 'name': name, 'value': value,
+                         'created_at': now}
+                        for node_id in ids for name, value in capabilities])
             inserted.extend(uuids)
             if progress is not None:
                 progress.advance(size)
@@ -103,7 +123,8 @@ def load_nodes(db_url, count, resource_class, traits=(), name_prefix='bench',
 
 
 def delete_nodes(db_url, node_uuids, batch=BATCH):
-    """Delete nodes written by load_nodes (with their traits).
+    """Delete nodes written by load_nodes (with their traits and
+    capabilities).
 
     Nodes that hold an allocation are deleted too; run it after the
     benchmark deleted its allocations.
@@ -114,6 +135,7 @@ def delete_nodes(db_url, node_uuids, batch=BATCH):
 
     nodes = models.Node.__table__
     node_traits = models.NodeTrait.__table__
+    node_capabilities = models.NodeCapability.__table__
     engine = _engine(db_url)
     deleted = 0
     try:
@@ -123,6 +145,8 @@ def delete_nodes(db_url, node_uuids, batch=BATCH):
                 ids = sa.select(nodes.c.id).where(nodes.c.uuid.in_(chunk))
                 conn.execute(node_traits.delete().where(
                     node_traits.c.node_id.in_(ids)))
+                conn.execute(node_capabilities.delete().where(
+                    node_capabilities.c.node_id.in_(ids)))
                 deleted += conn.execute(nodes.delete().where(
                     nodes.c.uuid.in_(chunk))).rowcount
     finally:

@@ -17,6 +17,7 @@ from sqlalchemy.ext import compiler as sa_compiler
 
 from ironic_alloc.common import compat
 from ironic_alloc.common import exception
+from ironic_alloc.common import matching
 from ironic_alloc.common import states
 from ironic_alloc.conf import CONF
 from ironic_alloc.db import api
@@ -319,6 +320,24 @@ def _filter_nodes(query, filters):
     return query
 
 
+def _with_match_columns(values):
+    """``values`` of a node write plus its normalised properties, when it
+    writes ``properties``."""
+    if 'properties' not in values:
+        return values
+    return dict(values, **matching.node_match_columns(values['properties']))
+
+
+def _write_capabilities(session, node_id, properties):
+    """Replace a node's capability rows, in the caller's transaction."""
+    session.query(models.NodeCapability).filter_by(
+        node_id=node_id).delete(synchronize_session=False)
+    for name, value in sorted(matching.node_capabilities(
+            properties).items()):
+        session.add(models.NodeCapability(node_id=node_id, name=name,
+                                          value=value))
+
+
 class _NodeNotReserved(Exception):
     """Rolls back a reservation whose node was no longer a candidate."""
 
@@ -343,12 +362,17 @@ class Connection(api.Connection):
         values = dict(values)
         traits = values.pop('traits', None) or []
         values.setdefault('uuid', uuidutils.generate_uuid())
+        values = dict(values, **matching.node_match_columns(
+            values.get('properties')))
         node = models.Node()
         node.update(values)
         node.traits = [models.NodeTrait(trait=t) for t in sorted(set(traits))]
         try:
             with _session_for_write() as session:
                 session.add(node)
+                session.flush()
+                _write_capabilities(session, node.id,
+                                    values.get('properties'))
                 session.flush()
         except db_exc.DBDuplicateEntry as exc:
             raise _node_unique_violation(exc, values)
@@ -415,7 +439,10 @@ class Connection(api.Connection):
                                   provision_updated_at=datetime.datetime.now(
                                       datetime.timezone.utc).replace(
                                           tzinfo=None))
-                node.update(values)
+                node.update(_with_match_columns(values))
+                if 'properties' in values:
+                    _write_capabilities(session, node_id,
+                                        values['properties'])
                 session.flush()
         except db_exc.DBDuplicateEntry as exc:
             raise _node_unique_violation(exc, dict(values, uuid=node_uuid))
@@ -429,6 +456,8 @@ class Connection(api.Connection):
             session.query(models.Allocation).filter_by(
                 node_id=node_id).delete()
             session.query(models.NodeTrait).filter_by(
+                node_id=node_id).delete()
+            session.query(models.NodeCapability).filter_by(
                 node_id=node_id).delete()
             count = session.query(models.Node).filter_by(
                 id=node_id).delete()
@@ -452,7 +481,7 @@ class Connection(api.Connection):
 
     @retry_on_conflict
     def release_node(self, tag, node_id, values=None):
-        values = dict(values or {}, reservation=None)
+        values = _with_match_columns(dict(values or {}, reservation=None))
         if 'provision_state' in values:
             values['provision_updated_at'] = datetime.datetime.now(
                 datetime.timezone.utc).replace(tzinfo=None)
@@ -460,6 +489,8 @@ class Connection(api.Connection):
             count = session.query(models.Node).filter_by(
                 id=node_id, reservation=tag).update(
                     values, synchronize_session=False)
+            if count == 1 and 'properties' in values:
+                _write_capabilities(session, node_id, values['properties'])
         return count == 1
 
     @retry_on_conflict
@@ -722,7 +753,7 @@ class Connection(api.Connection):
                 found = conn.execute(sa.select(stmts.NODES.c.id).where(
                     *applied).limit(1), params).first()
                 if found is None:
-                    return constraint.reason % criteria
+                    return constraint.reason % stmts.words(criteria, params)
         return ('all matching nodes were reserved by concurrent '
                 'allocations or locked by other operations')
 
@@ -747,14 +778,22 @@ class Connection(api.Connection):
                 if count != 1:
                     # Undoes the allocation's UPDATE with the transaction.
                     raise _NodeNotReserved()
-                if criteria.get('traits'):
+                traits = set(criteria.get('traits') or [])
+                any_of = sorted({trait for group in criteria.get(
+                    'any_of_traits') or [] for trait in group})
+                if any_of:
+                    # NOTE: the members of the any-of groups the node
+                    # has are requested traits too, as deploy templates
+                    # see them.
+                    traits.update(conn.execute(stmts.NODE_TRAITS_AMONG, {
+                        'node_id': node_id, 'traits': any_of}).scalars())
+                if traits:
                     info = conn.execute(stmts.NODE_INSTANCE_INFO,
                                         {'node_id': node_id}).scalar()
                     conn.execute(stmts.SET_NODE_INSTANCE_INFO, {
                         'node_id': node_id,
-                        'instance_info': dict(
-                            info or {},
-                            traits=sorted(criteria['traits']))})
+                        'instance_info': dict(info or {},
+                                              traits=sorted(traits))})
         except _NodeNotReserved:
             return False
         return True

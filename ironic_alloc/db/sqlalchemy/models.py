@@ -3,6 +3,7 @@
 from oslo_db.sqlalchemy import models
 from oslo_db.sqlalchemy import types as db_types
 import sqlalchemy as sa
+from sqlalchemy.dialects import mysql
 from sqlalchemy import orm
 
 from ironic_alloc.common import picking
@@ -10,6 +11,14 @@ from ironic_alloc.common import picking
 
 def table_args():
     return {'mysql_engine': 'InnoDB', 'mysql_charset': 'utf8mb4'}
+
+
+def exact_string(length):
+    """A string column compared byte for byte on every database: MySQL's
+    and MariaDB's default collation ignores case, so the matching language
+    would answer differently there."""
+    return sa.String(length).with_variant(
+        mysql.VARCHAR(length, collation='utf8mb4_bin'), 'mysql', 'mariadb')
 
 
 class IronicAllocBase(models.TimestampMixin, models.ModelBase):
@@ -75,6 +84,12 @@ class Node(Base):
         sa.Index('nodes_owner_idx', 'owner'),
         sa.Index('nodes_lessee_idx', 'lessee'),
         sa.Index('nodes_allocation_id_idx', 'allocation_id'),
+        # NOTE: the normalised properties of the matching language
+        # (common/matching.py), each searchable on its own.
+        sa.Index('nodes_match_cpus_idx', 'match_cpus'),
+        sa.Index('nodes_match_memory_mb_idx', 'match_memory_mb'),
+        sa.Index('nodes_match_local_gb_idx', 'match_local_gb'),
+        sa.Index('nodes_match_cpu_arch_idx', 'match_cpu_arch'),
         table_args(),
     )
     id = sa.Column(sa.Integer, primary_key=True)
@@ -125,6 +140,14 @@ class Node(Base):
     inspection_started_at = sa.Column(sa.DateTime, nullable=True)
     inspection_finished_at = sa.Column(sa.DateTime, nullable=True)
     allocation_id = sa.Column(sa.Integer, nullable=True)
+    # NOTE: properties normalised for the matching language, written with
+    # properties in the same transaction (matching.node_match_columns):
+    # an integer or integer string as its number, else NULL, which never
+    # passes a minimum.
+    match_cpus = sa.Column(sa.BigInteger, nullable=True)
+    match_memory_mb = sa.Column(sa.BigInteger, nullable=True)
+    match_local_gb = sa.Column(sa.BigInteger, nullable=True)
+    match_cpu_arch = sa.Column(exact_string(255), nullable=True)
 
     traits = orm.relationship('NodeTrait', lazy='selectin',
                               cascade='all, delete-orphan',
@@ -143,6 +166,24 @@ class NodeTrait(Base):
                                                   ondelete='CASCADE'),
                         primary_key=True, nullable=False)
     trait = sa.Column(sa.String(255), primary_key=True, nullable=False)
+
+
+class NodeCapability(Base):
+    """One capability of a node's properties (matching.node_capabilities),
+    written with the properties in the same transaction."""
+
+    __tablename__ = 'node_capabilities'
+    __table_args__ = (
+        # NOTE: (name, value, node_id) lets "has capability name=value" be
+        # an index probe inside the candidate query.
+        sa.Index('node_capabilities_idx', 'name', 'value', 'node_id'),
+        table_args(),
+    )
+    node_id = sa.Column(sa.Integer, sa.ForeignKey('nodes.id',
+                                                  ondelete='CASCADE'),
+                        primary_key=True, nullable=False)
+    name = sa.Column(exact_string(255), primary_key=True, nullable=False)
+    value = sa.Column(exact_string(255), nullable=False)
 
 
 class Allocation(Base):
@@ -173,4 +214,7 @@ class Allocation(Base):
     traits = sa.Column(db_types.JsonEncodedList, nullable=True)
     candidate_nodes = sa.Column(db_types.JsonEncodedList, nullable=True)
     extra = sa.Column(db_types.JsonEncodedDict, nullable=True)
+    # NOTE: the "match" object of the matching language (extension 1.1);
+    # its trait expressions stay in ``traits`` as sent.
+    match = sa.Column(db_types.JsonEncodedDict, nullable=True)
     conductor_affinity = sa.Column(sa.Integer, nullable=True)

@@ -17,6 +17,7 @@ import collections
 
 import sqlalchemy as sa
 
+from ironic_alloc.common import matching
 from ironic_alloc.common import picking
 from ironic_alloc.common import states
 from ironic_alloc.db.sqlalchemy import models
@@ -107,6 +108,12 @@ ACTIVATE_ALLOCATION = ALLOCATIONS.update().where(
 NODE_INSTANCE_INFO = sa.select(NODES.c.instance_info).where(
     NODES.c.id == _bind('node_id', NODES.c.id))
 
+# The traits of node "node_id" among "traits" (the members of an
+# allocation's any-of groups: which of them the node brought).
+NODE_TRAITS_AMONG = sa.select(NODE_TRAITS.c.trait).where(
+    NODE_TRAITS.c.node_id == _bind('node_id', NODE_TRAITS.c.node_id),
+    NODE_TRAITS.c.trait.in_(sa.bindparam('traits', expanding=True)))
+
 SET_NODE_INSTANCE_INFO = NODES.update().where(
     NODES.c.id == _bind('node_id', NODES.c.id)).values(
         instance_info=_bind('instance_info', NODES.c.instance_info))
@@ -142,12 +149,23 @@ NODE_FOR_BACKFILL_CHECK = sa.select(
 def candidate_shape(criteria):
     """The shape of an allocation's criteria and their bind parameters.
 
-    Criteria of one shape (candidate list or not, owner or not, number of
-    traits) share their statements.
+    Criteria of one shape share their statements: the shape holds whether
+    there is a candidate list, an owner, a CPU architecture and a
+    conductor group, the numbers of required and forbidden traits, of
+    any-of groups and of capabilities, and which minimums are asked for.
+    Each count is bounded by the API's limits, so the shapes are few.
 
+    :param criteria: from conductor/allocations.criteria_of(): the keys
+        ``resource_class``, ``traits`` (required), ``candidate_uuids`` and
+        ``owner``, and optionally ``forbidden_traits``, ``any_of_traits``
+        (list of lists) and ``match`` (common/matching.check_match()).
     :returns: (shape, parameters).
     """
     traits = sorted(set(criteria.get('traits') or []))
+    forbidden = sorted(set(criteria.get('forbidden_traits') or []))
+    any_of = [sorted(set(group))
+              for group in criteria.get('any_of_traits') or []]
+    match = criteria.get('match') or {}
     candidates = list(criteria.get('candidate_uuids') or [])
     owner = criteria.get('owner')
     params = {'c_resource_class': criteria['resource_class']}
@@ -157,13 +175,39 @@ def candidate_shape(criteria):
         params['c_owner'] = owner
     for index, trait in enumerate(traits):
         params['c_trait_%d' % index] = trait
-    return (bool(candidates), bool(owner), len(traits)), params
+    for index, trait in enumerate(forbidden):
+        params['c_forbidden_%d' % index] = trait
+    for index, group in enumerate(any_of):
+        params['c_any_of_%d' % index] = group
+    minimums = tuple(key for key in matching.MINIMUMS if key in match)
+    for key in minimums:
+        params['c_min_%s' % key] = match[key]
+    if 'cpu_arch' in match:
+        params['c_cpu_arch'] = match['cpu_arch']
+    capabilities = sorted((match.get('capabilities') or {}).items())
+    for index, (name, value) in enumerate(capabilities):
+        params['c_capability_name_%d' % index] = name
+        params['c_capability_value_%d' % index] = value
+    if 'conductor_group' in match:
+        params['c_conductor_group'] = match['conductor_group']
+    shape = Shape(bool(candidates), bool(owner), len(traits),
+                  len(forbidden), len(any_of), minimums, 'cpu_arch' in match,
+                  len(capabilities), 'conductor_group' in match)
+    return shape, params
 
 
-# One constraint of the candidate search: its WHERE clauses and the
-# sentence (formatted with the criteria) that explains why no node passed
-# it and the constraints before it.
-Constraint = collections.namedtuple('Constraint', 'clauses reason')
+Shape = collections.namedtuple(
+    'Shape', 'candidates owner traits forbidden any_of minimums cpu_arch '
+    'capabilities conductor_group')
+
+
+# One constraint of the candidate search: its name (a step of the funnel
+# of an explanation), its WHERE clauses, the sentence (formatted with the
+# criteria and the parameters) that explains why no node passed it and
+# the constraints before it, and what it removes, in a few words (also
+# formatted), for the funnel.
+Constraint = collections.namedtuple('Constraint',
+                                    'step clauses reason removes')
 
 
 def _rule_clause(condition):
@@ -178,46 +222,133 @@ def _rule_clause(condition):
 # The picking rule (common/picking.py) as SQL.
 PICKABLE_CLAUSES = [_rule_clause(c) for c in picking.PICKABLE]
 
+# The picking rule's conditions as steps of an explanation, in the order
+# of the funnel: (step, fields of the rule, what the step removes).
+PICKING_STEPS = (
+    ('available', ('provision_state',), 'not available'),
+    ('maintenance', ('maintenance',), 'in maintenance'),
+    ('power_state', ('power_state',), 'without a power state'),
+    ('retired', ('retired',), 'retired'),
+    ('held', ('allocation_id', 'instance_uuid'),
+     'held by an allocation or an instance'),
+)
+if (sorted(f for _s, fields, _r in PICKING_STEPS for f in fields)
+        != sorted(c.field for c in picking.PICKABLE)):
+    raise RuntimeError('PICKING_STEPS must place every condition of '
+                       'picking.PICKABLE exactly once')
+
+_UNAVAILABLE = ('no node of resource class "%(resource_class)s" is '
+                'available (' + picking.describe().replace('%', '%%') + ')')
+_PASSED = ('no available node of resource class "%(resource_class)s" that '
+           'passed the other constraints ')
+
+
+def _has_trait(condition):
+    """The node has a trait for which ``condition`` holds."""
+    return sa.exists().where(NODE_TRAITS.c.node_id == NODES.c.id, condition)
+
 
 def candidate_groups(shape):
-    """The constraints that make a node a candidate, in the order an empty
-    search is explained; parameters from candidate_shape().
+    """The constraints that make a node a candidate, in the order of an
+    explanation's funnel; parameters from candidate_shape().
+
+    The first one, the resource class, is where the funnel starts; each
+    later one removes nodes from what the ones before left.
 
     :returns: list of Constraint.
     """
-    with_candidates, with_owner, trait_count = shape
     n = NODES.c
-    groups = [
-        Constraint([n.resource_class == _bind('c_resource_class',
-                                               n.resource_class)],
-                   'no node has resource class "%(resource_class)s"'),
-        Constraint(PICKABLE_CLAUSES,
-                   'no node of resource class "%(resource_class)s" is '
-                   'available (' + picking.describe().replace('%', '%%')
-                   + ')'),
-    ]
-    if with_candidates:
+    groups = [Constraint(
+        'resource_class',
+        [n.resource_class == _bind('c_resource_class', n.resource_class)],
+        'no node has resource class "%(resource_class)s"', None)]
+    for step, fields, removes in PICKING_STEPS:
         groups.append(Constraint(
-            [n.uuid.in_(sa.bindparam('c_candidates', expanding=True))],
-            'none of the candidate nodes %(candidate_uuids)s is an '
-            'available node of resource class "%(resource_class)s"'))
-    if with_owner:
+            step, [_rule_clause(c) for c in picking.PICKABLE
+                   if c.field in fields], _UNAVAILABLE, removes))
+    if shape.owner:
         owner = _bind('c_owner', n.owner)
         groups.append(Constraint(
-            [sa.or_(n.owner == owner, n.lessee == owner)],
+            'owner', [sa.or_(n.owner == owner, n.lessee == owner)],
             'no available node of resource class "%(resource_class)s" is '
-            'owned or leased by "%(owner)s"'))
-    if trait_count:
-        groups.append(Constraint([
-            sa.exists().where(NODE_TRAITS.c.node_id == n.id,
-                              NODE_TRAITS.c.trait == _bind(
-                                  'c_trait_%d' % index,
-                                  NODE_TRAITS.c.trait))
-            for index in range(trait_count)],
-            'no available node of resource class "%(resource_class)s" '
-            'that passed the other constraints has all the traits '
-            '%(traits)s'))
+            'owned or leased by "%(owner)s"',
+            'not owned or leased by %(owner)s'))
+    for index in range(shape.traits):
+        name = 'c_trait_%d' % index
+        groups.append(Constraint(
+            'trait:%d' % index,
+            [_has_trait(NODE_TRAITS.c.trait == _bind(
+                name, NODE_TRAITS.c.trait))],
+            _PASSED + 'has all the traits %(traits)s',
+            'lack %%(%s)s' % name))
+    for index in range(shape.forbidden):
+        name = 'c_forbidden_%d' % index
+        groups.append(Constraint(
+            'forbidden_trait:%d' % index,
+            [~_has_trait(NODE_TRAITS.c.trait == _bind(
+                name, NODE_TRAITS.c.trait))],
+            _PASSED + 'lacks the forbidden trait %%(%s)s' % name,
+            'have the forbidden %%(%s)s' % name))
+    for index in range(shape.any_of):
+        name = 'c_any_of_%d' % index
+        groups.append(Constraint(
+            'any_of:%d' % index,
+            [_has_trait(NODE_TRAITS.c.trait.in_(
+                sa.bindparam(name, expanding=True)))],
+            _PASSED + 'has one of the traits %%(%s)s' % name,
+            'have none of %%(%s)s' % name))
+    for key in shape.minimums:
+        name = 'c_min_%s' % key
+        column = n['match_%s' % key]
+        groups.append(Constraint(
+            'minimum:%s' % key, [column >= _bind(name, column)],
+            _PASSED + 'has %s of at least %%(%s)s' % (key, name),
+            'have %s below %%(%s)s or unknown' % (key, name)))
+    if shape.cpu_arch:
+        groups.append(Constraint(
+            'cpu_arch', [n.match_cpu_arch == _bind('c_cpu_arch',
+                                                   n.match_cpu_arch)],
+            _PASSED + 'has cpu_arch %(c_cpu_arch)s',
+            'not of cpu_arch %(c_cpu_arch)s'))
+    capabilities = models.NodeCapability.__table__.c
+    for index in range(shape.capabilities):
+        name = 'c_capability_name_%d' % index
+        value = 'c_capability_value_%d' % index
+        groups.append(Constraint(
+            'capability:%d' % index,
+            [sa.exists().where(
+                capabilities.node_id == n.id,
+                capabilities.name == _bind(name, capabilities.name),
+                capabilities.value == _bind(value, capabilities.value))],
+            _PASSED + 'has the capability %%(%s)s:%%(%s)s' % (name, value),
+            'without capability %%(%s)s:%%(%s)s' % (name, value)))
+    if shape.candidates:
+        groups.append(Constraint(
+            'candidates',
+            [n.uuid.in_(sa.bindparam('c_candidates', expanding=True))],
+            'none of the candidate nodes %(candidate_uuids)s is an '
+            'available node of resource class "%(resource_class)s" that '
+            'passed the other constraints',
+            'not among the candidate nodes'))
+    if shape.conductor_group:
+        groups.append(Constraint(
+            'conductor_group',
+            [n.conductor_group == _bind('c_conductor_group',
+                                        n.conductor_group)],
+            _PASSED + 'is in conductor group "%(c_conductor_group)s"',
+            'not in conductor group "%(c_conductor_group)s"'))
     return groups
+
+
+def words(criteria, params):
+    """The values a Constraint's reason and removes are formatted with:
+    the criteria and the parameters, lists written as comma-separated
+    names."""
+    values = dict(criteria)
+    for name, value in params.items():
+        values[name] = (', '.join(value) if isinstance(value, list)
+                        else value)
+    return values
 
 
 def _candidate_clauses(shape):
@@ -226,7 +357,9 @@ def _candidate_clauses(shape):
 
 
 # NOTE: a few statements per shape, so this stays small: shapes differ by
-# two flags and a trait count bounded by [api]max_traits.
+# flags and counts bounded by the API's limits ([api]max_traits for the
+# trait expressions together, matching.MAX_CAPABILITIES), and real
+# requests use few of them.
 _CACHE = {}
 
 

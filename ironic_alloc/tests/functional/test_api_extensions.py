@@ -6,8 +6,8 @@
   discovery, nodes, allocations and errors is replayed on a fresh
   database each time, with fixed UUIDs, and every status, header and
   body is compared.
-* The field and endpoint gates, on the made-up extension version 1.1 of
-  tests/api_extensions.py (1.0 has no feature to gate).
+* The field and endpoint gates, on the made-up extension version of
+  tests/api_extensions.py (one above the newest real one).
 * A header sent twice over a real socket: the WSGI server folds it, both
   entries are negotiated, and the answer has two OpenStack-API-Version
   headers.
@@ -22,6 +22,7 @@ from pecan import rest
 import webtest
 
 from ironic_alloc.api import app as api_app
+from ironic_alloc.api.controllers.v1 import extensions
 from ironic_alloc.api.controllers.v1 import types
 from ironic_alloc.api import expose
 from ironic_alloc.api import hooks
@@ -178,7 +179,7 @@ class TestPlainIronicClient(_AppTestCase):
 
 
 class TestGatesThroughTheApp(_AppTestCase):
-    """Extension fields and endpoints, on made-up version 1.1: node
+    """Extension fields and endpoints, on the made-up version: node
     ``description`` and allocation ``extra`` play extension fields and
     /v1/alloc_things an extension endpoint."""
 
@@ -210,8 +211,8 @@ class TestGatesThroughTheApp(_AppTestCase):
     def assertNeedsVersion(self, resp, what):
         self.assertEqual(400, resp.status_int, resp.text)
         self.assertIn(what, self.fault(resp))
-        self.assertIn('"OpenStack-API-Version: ironic-alloc 1.1"',
-                      self.fault(resp))
+        self.assertIn('"OpenStack-API-Version: ironic-alloc %s"'
+                      % api_extensions.VERSION, self.fault(resp))
 
     def test_field_hidden_below_its_version(self):
         for extension in (None, '1.0'):
@@ -222,7 +223,7 @@ class TestGatesThroughTheApp(_AppTestCase):
             self.assertNotIn('description', nodes[0])
             alloc = self.get('/v1/allocations/gated-alloc', extension).json
             self.assertNotIn('extra', alloc)
-        for extension in ('1.1', 'latest'):
+        for extension in (api_extensions.VERSION, 'latest'):
             node = self.get('/v1/nodes/gated', extension).json
             self.assertEqual('a gated field', node['description'])
             alloc = self.get('/v1/allocations/gated-alloc', extension).json
@@ -235,7 +236,8 @@ class TestGatesThroughTheApp(_AppTestCase):
                                     'The field "description" of node')
             self.assertNeedsVersion(self.get(path, '1.0'),
                                     'The field "description" of node')
-            self.assertEqual(200, self.get(path, '1.1').status_int)
+            self.assertEqual(200, self.get(
+                path, api_extensions.VERSION).status_int)
         self.assertNeedsVersion(
             self.get('/v1/allocations?fields=uuid,extra'),
             'The field "extra" of allocation')
@@ -245,7 +247,8 @@ class TestGatesThroughTheApp(_AppTestCase):
         resp = self.send(self.app, 'POST', '/v1/nodes', doc, LATEST)
         self.assertNeedsVersion(resp, 'The field "description" of node')
         resp = self.send(self.app, 'POST', '/v1/nodes', doc, dict(
-            LATEST, **{'OpenStack-API-Version': 'ironic-alloc 1.1'}))
+            LATEST, **{'OpenStack-API-Version':
+                       'ironic-alloc %s' % api_extensions.VERSION}))
         self.assertEqual(201, resp.status_int, resp.text)
         self.assertEqual('sent', resp.json['description'])
         patch = [{'op': 'add', 'path': '/description', 'value': 'x'}]
@@ -266,26 +269,28 @@ class TestGatesThroughTheApp(_AppTestCase):
             self.assertNeedsVersion(resp, 'The endpoint /v1/alloc_things')
             self.assertNotIn('alloc_things',
                              self.get('/v1', extension).json)
-        resp = self.get('/v1/alloc_things', '1.1')
+        resp = self.get('/v1/alloc_things', api_extensions.VERSION)
         self.assertEqual(200, resp.status_int, resp.text)
         self.assertEqual({'things': []}, resp.json)
-        doc = self.get('/v1', '1.1').json
+        doc = self.get('/v1', api_extensions.VERSION).json
         self.assertEqual('self', doc['alloc_things'][0]['rel'])
         self.assertTrue(doc['alloc_things'][0]['href'].endswith(
             '/v1/alloc_things/'))
-        self.assertEqual('1.1', doc['ironic_alloc_extensions']['version'])
-        self.assertEqual('1.1',
+        self.assertEqual(api_extensions.VERSION,
+                         doc['ironic_alloc_extensions']['version'])
+        self.assertEqual(api_extensions.VERSION,
                          doc['ironic_alloc_extensions']['max_version'])
 
     def test_disabled_is_plain_ironic(self):
         self.config(enable_extensions=False, group='api')
-        resp = self.get('/v1/nodes/gated', '1.1')
+        resp = self.get('/v1/nodes/gated', api_extensions.VERSION)
         self.assertNotIn('description', resp.json)
         self.assertNotIn('X-OpenStack-Ironic-Alloc-Extension-Maximum-Version',
                          resp.headers)
         self.assertEqual(['baremetal 1.79'], resp.headers.getall(
             'OpenStack-API-Version'))
-        self.assertEqual(404, self.get('/v1/alloc_things', '1.1').status_int)
+        self.assertEqual(404, self.get(
+            '/v1/alloc_things', api_extensions.VERSION).status_int)
         doc = self.get('/v1', '9.9').json
         self.assertNotIn('alloc_things', doc)
         self.assertNotIn('ironic_alloc_extensions', doc)
@@ -314,19 +319,21 @@ class TestRepeatedHeaderOverASocket(base.DbTestCase):
         return resp, resp.read()
 
     def test_both_entries_negotiated(self):
-        for values in (('baremetal 1.79', 'ironic-alloc 1.0'),
-                       ('ironic-alloc latest', 'baremetal 1.79')):
+        newest = extensions.version_string(extensions.MAX_MINOR)
+        for values, used in (
+                (('baremetal 1.79', 'ironic-alloc 1.0'), '1.0'),
+                (('ironic-alloc latest', 'baremetal 1.79'), newest)):
             resp, body = self._get('/v1', *values)
             self.assertEqual(200, resp.status, body)
             self.assertEqual('1.79',
                              resp.getheader('X-OpenStack-Ironic-API-Version'))
-            self.assertEqual(['baremetal 1.79', 'ironic-alloc 1.0'],
+            self.assertEqual(['baremetal 1.79', 'ironic-alloc ' + used],
                              resp.headers.get_all('OpenStack-API-Version'))
-            self.assertEqual('1.0', resp.getheader(
+            self.assertEqual(newest, resp.getheader(
                 'X-OpenStack-Ironic-Alloc-Extension-Maximum-Version'))
             doc = json.loads(body)
             self.assertIn('conductors', doc)
-            self.assertEqual('1.0', doc['ironic_alloc_extensions']['version'])
+            self.assertEqual(used, doc['ironic_alloc_extensions']['version'])
 
     def test_without_the_entry_one_header(self):
         resp, body = self._get('/v1', 'baremetal 1.79')
@@ -337,15 +344,18 @@ class TestRepeatedHeaderOverASocket(base.DbTestCase):
         self.assertNotIn(b'ironic_alloc', body)
 
     def test_refused_extension_version(self):
-        resp, body = self._get('/v1/nodes', 'baremetal 1.79',
-                               'ironic-alloc 1.1')
+        newest = extensions.version_string(extensions.MAX_MINOR)
+        resp, body = self._get(
+            '/v1/nodes', 'baremetal 1.79',
+            'ironic-alloc ' + extensions.version_string(
+                extensions.MAX_MINOR + 1))
         self.assertEqual(406, resp.status)
         self.assertEqual(['baremetal 1.79'],
                          resp.headers.get_all('OpenStack-API-Version'))
         self.assertEqual('1.0', resp.getheader(
             'X-OpenStack-Ironic-Alloc-Extension-Minimum-Version'))
-        self.assertEqual('1.0', resp.getheader(
+        self.assertEqual(newest, resp.getheader(
             'X-OpenStack-Ironic-Alloc-Extension-Maximum-Version'))
         fault = json.loads(json.loads(body)['error_message'])
         self.assertEqual('Client', fault['faultcode'])
-        self.assertIn('[1.0, 1.0]', fault['faultstring'])
+        self.assertIn('[1.0, %s]' % newest, fault['faultstring'])

@@ -3,12 +3,15 @@
 nodes and allocations in flight."""
 
 from ironic_alloc.common import states
+from ironic_alloc.db import api as db_api
 from ironic_alloc import objects
 from ironic_alloc.tests import base
 from ironic_alloc.tests import db_rows
 
 
 class TestDbRows(base.DbTestCase):
+
+    dbapi = db_api.get_instance()
 
     def test_nodes_are_available(self):
         uuids = db_rows.insert_available_nodes(self.db.engine, 3, 'rows',
@@ -29,6 +32,22 @@ class TestDbRows(base.DbTestCase):
             self.assertIsNone(node.allocation_id)
             self.assertEqual({}, node.properties)
             self.assertIsNotNone(node.created_at)
+
+    def test_nodes_with_properties_match(self):
+        uuids = db_rows.insert_available_nodes(
+            self.db.engine, 2, 'rows', 'matched',
+            properties={'memory_mb': '4096', 'cpu_arch': 'x86_64',
+                        'capabilities': 'boot_mode:uefi'})
+        criteria = {'resource_class': 'rows', 'traits': [],
+                    'candidate_uuids': [], 'owner': None,
+                    'match': {'memory_mb': 4096, 'cpu_arch': 'x86_64',
+                              'capabilities': {'boot_mode': 'uefi'}}}
+        found = self.dbapi.get_allocation_candidates(criteria, 10)
+        self.assertEqual(sorted(uuids), sorted(
+            objects.Node.get_by_id(self.context, i).uuid for i in found))
+        criteria['match']['memory_mb'] = 4097
+        self.assertEqual([], self.dbapi.get_allocation_candidates(criteria,
+                                                                  10))
 
     def test_allocations_are_in_flight(self):
         uuids = db_rows.insert_allocating_allocations(self.db.engine, 2,

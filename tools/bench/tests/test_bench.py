@@ -17,7 +17,9 @@ import tempfile
 import threading
 import time
 
+from ironic_alloc.db import api as db_api
 from ironic_alloc.tests import base
+from tools.bench import bulk
 from tools.bench import checks
 from tools.bench import cli
 from tools.bench import client
@@ -890,6 +892,28 @@ class TestProfile(base.TestCase):
         sampler.executable = None
         self.assertIn('py-spy is not installed', sampler.start())
         self.assertEqual(0, sampler.stop()['samples'])
+
+
+class TestBulkLoad(base.DbTestCase):
+    """The loader writes what the service writes for a node: with
+    properties, their normalised columns and capabilities."""
+
+    def test_nodes_with_properties_match(self):
+        url = self.db.engine.url.render_as_string(hide_password=False)
+        uuids, _seconds = bulk.load_nodes(
+            url, 3, 'bulk', traits=['CUSTOM_A'], name_prefix='bulk',
+            batch=2, properties={'memory_mb': '2048',
+                                 'capabilities': 'boot_mode:uefi'})
+        criteria = {'resource_class': 'bulk', 'traits': ['CUSTOM_A'],
+                    'candidate_uuids': [], 'owner': None,
+                    'match': {'memory_mb': 2048,
+                              'capabilities': {'boot_mode': 'uefi'}}}
+        dbapi = db_api.get_instance()
+        self.assertEqual(3, len(dbapi.get_allocation_candidates(criteria,
+                                                                10)))
+        criteria['match']['capabilities'] = {'boot_mode': 'bios'}
+        self.assertEqual([], dbapi.get_allocation_candidates(criteria, 10))
+        self.assertEqual(3, bulk.delete_nodes(url, uuids))
 
 
 class TestCommandLine(base.TestCase):

@@ -15,6 +15,7 @@ import json
 
 from oslo_log import log
 from oslo_utils import uuidutils
+from oslo_utils import versionutils
 import pecan
 from pecan import rest
 import wsme
@@ -31,6 +32,8 @@ from ironic_alloc.api.controllers.v1 import types
 from ironic_alloc.api.controllers.v1 import utils
 from ironic_alloc.api import expose
 from ironic_alloc.common import exception
+from ironic_alloc.common import matching
+from ironic_alloc.common import release_mappings
 from ironic_alloc.common import states
 from ironic_alloc import objects
 
@@ -82,6 +85,9 @@ class Allocation(base.APIBase):
     extra = {str: types.jsontype}
     """This allocation's meta data"""
 
+    match = wsme.wsattr(types.jsontype)
+    """Hardware constraints of the matching language (extension 1.1)"""
+
     links = wsme.wsattr([link.Link], readonly=True)
     """A list containing a self link and associated allocation links"""
 
@@ -105,6 +111,7 @@ def convert_with_links(rpc_allocation, node_uuids, fields=None):
         setattr(allocation, name, rpc_allocation[name])
     allocation.traits = list(rpc_allocation.traits or [])
     allocation.candidate_nodes = list(rpc_allocation.candidate_nodes or [])
+    allocation.match = rpc_allocation.match
     allocation.node_uuid = node_uuids.get(rpc_allocation.node_id)
     allocation.links = link.make_links('allocations', allocation.uuid)
     for name, gate in _VERSIONED_FIELDS.items():
@@ -302,11 +309,23 @@ def _check_backfill(node, values):
             'Cannot create an allocation with resource class "%s" for node '
             '%s with resource class "%s"'
             % (values['resource_class'], node.uuid, node.resource_class))
-    missing = sorted(set(values['traits']) - set(node.traits))
+    traits = matching.parse_traits(values['traits'])
+    missing = sorted(set(traits.required) - set(node.traits))
     if missing:
         raise exception.Invalid('Cannot create an allocation with traits '
                                 '%s for node %s that lacks them'
                                 % (', '.join(missing), node.uuid))
+    present = sorted(set(traits.forbidden) & set(node.traits))
+    if present:
+        raise exception.Invalid('Cannot create an allocation forbidding '
+                                'traits %s for node %s that has them'
+                                % (', '.join(present), node.uuid))
+    for group in traits.any_of:
+        if not set(group) & set(node.traits):
+            raise exception.Invalid('Cannot create an allocation asking for '
+                                    'one of the traits %s for node %s that '
+                                    'has none of them'
+                                    % (', '.join(group), node.uuid))
     if values['candidate_nodes'] and (
             node.uuid not in values['candidate_nodes']):
         raise exception.Invalid('Candidate nodes must include the node %s '
@@ -315,6 +334,50 @@ def _check_backfill(node, values):
                                                         node.lessee):
         raise exception.Invalid('Node %s is not owned or leased by %s'
                                 % (node.uuid, values['owner']))
+
+
+def _checked_traits(traits):
+    """The ``traits`` of a new allocation, validated, as sent.
+
+    Without the "matching" extension every entry is a trait name, as in
+    Ironic; with it, entries may also be trait expressions ("!TRAIT",
+    "in:A,B"), and the limit counts every name they hold.
+
+    :raises: InvalidTrait, Invalid (400) naming the offending value.
+    """
+    traits = traits or []
+    maximum = api.request.cfg.api.max_traits
+    utils.check_list_length('traits', traits, maximum)
+    if not extensions.allow_extension('matching'):
+        return [utils.validate_trait(t) for t in traits]
+    matching.parse_traits(traits, validate=utils.validate_trait)
+    names = sum(len(matching.trait_names(t)) for t in traits)
+    if names > maximum:
+        raise exception.Invalid(
+            'The trait expressions name %d traits, at most %d.'
+            % (names, maximum))
+    return list(traits)
+
+
+def _uses_matching(values):
+    return bool(values.get('match')) or any(
+        matching.is_expression(t) for t in values['traits'])
+
+
+def _check_not_pinned(values):
+    """Refuse the matching language during a rolling upgrade from a
+    release whose conductors would ignore it (and pick nodes it rules
+    out).  :raises: Invalid (400)."""
+    pin = api.request.cfg.pin_release_version
+    if not pin or not _uses_matching(values):
+        return
+    version = release_mappings.object_versions(pin).get('Allocation')
+    if versionutils.convert_version_to_tuple(version) < (1, 1):
+        raise exception.Invalid(
+            'Trait expressions and the match field cannot be used while '
+            '[DEFAULT]pin_release_version is %s: the conductors of that '
+            'release would ignore them. Retry once the upgrade is over.'
+            % pin)
 
 
 class AllocationPatchType(types.JsonPatchType):
@@ -410,11 +473,13 @@ class AllocationsController(rest.RestController):
             'uuid': given.get('uuid'),
             'name': given.get('name'),
             'resource_class': given.get('resource_class'),
-            'traits': [utils.validate_trait(t)
-                       for t in given.get('traits') or []],
+            'traits': _checked_traits(given.get('traits')),
             'extra': given.get('extra') or {},
             'owner': given.get('owner'),
         }
+        if given.get('match') is not None:
+            values['match'] = matching.check_match(given['match'])
+        _check_not_pinned(values)
         values['owner'] = _owner_for_caller(values['owner'])
         if values['name'] is not None:
             _check_name(values['name'])
@@ -424,6 +489,10 @@ class AllocationsController(rest.RestController):
             given.get('candidate_nodes') or [])
 
         if given.get('node') is not None:
+            if values.get('match'):
+                raise exception.Invalid(
+                    'The match field applies to the search for a node; it '
+                    'cannot be used when backfilling a given node.')
             node = utils.get_query_node(given['node'])
             if values['uuid'] is None:
                 values['uuid'] = node.instance_uuid or \

@@ -43,23 +43,30 @@ DOCUMENT_KEY = 'ironic_alloc_extensions'
 
 MAJOR = 1
 MIN_MINOR = 0
-MAX_MINOR = 0
+MAX_MINOR = 1
 
 # Extension versions, one sentence each.  A version is never reused or
 # changed once released; each later issue adds the next number.
 VERSIONS = {
     0: 'Baseline: no extension; the Bare Metal API as Ironic defines it.',
+    1: 'The matching language of allocations: forbidden ("!TRAIT") and '
+       'any-of ("in:A,B") traits, the "match" object (hardware minimums, '
+       'cpu_arch, capabilities, conductor group), and the funnel of '
+       'POST /v1/allocations/explain and of a failed allocation\'s '
+       '"explanation".',
 }
 
 # Feature name -> the minor extension version that adds it.
-FEATURES = {}
+FEATURES = {
+    'matching': 1,
+}
 
 # Resource -> {wire field name: feature}.  These fields are hidden from
 # responses and refused (400) in bodies and ``fields`` below the version
 # of their feature.
 FIELDS = {
     'node': {},
-    'allocation': {},
+    'allocation': {'match': 'matching'},
 }
 
 # Top-level /v1 name -> (feature, controller instance).  The name must

@@ -1,7 +1,8 @@
 """ironic_alloc's API extensions: the tables and the gates (extensions.py).
 
-Extension version 1.0 has no feature, so the gates are tested on the
-made-up version 1.1 of tests/api_extensions.py.
+The gates are tested on the made-up version of tests/api_extensions.py
+(one above the newest real one), so they do not depend on what the real
+versions add.
 """
 
 import os
@@ -114,13 +115,13 @@ class TestGates(base.RequestTestCase):
     def test_allow(self):
         self.set_extension_version(None)
         self.assertFalse(extensions.allow_extension(api_extensions.FEATURE))
-        self.set_extension_version(0)
+        self.set_extension_version(api_extensions.MINOR - 1)
         self.assertFalse(extensions.allow_extension(api_extensions.FEATURE))
-        self.set_extension_version(1)
+        self.set_extension_version(api_extensions.MINOR)
         self.assertTrue(extensions.allow_extension(api_extensions.FEATURE))
 
     def test_unknown_feature_is_a_programming_error(self):
-        self.set_extension_version(1)
+        self.set_extension_version(api_extensions.MINOR)
         self.assertRaises(KeyError, extensions.allow_extension, 'nothing')
 
     def test_require_names_the_feature_and_the_header(self):
@@ -131,14 +132,16 @@ class TestGates(base.RequestTestCase):
         self.assertIsInstance(exc, exception.Invalid)
         self.assertEqual(400, exc.code)
         self.assertIn('"%s"' % api_extensions.FEATURE, str(exc))
-        self.assertIn('"OpenStack-API-Version: ironic-alloc 1.1"', str(exc))
-        self.set_extension_version(1)
+        self.assertIn('"OpenStack-API-Version: ironic-alloc %s"'
+                      % api_extensions.VERSION, str(exc))
+        self.set_extension_version(api_extensions.MINOR)
         extensions.require_extension(api_extensions.FEATURE)
 
     def test_fields(self):
         self.set_extension_version(None)
         self.assertEqual(['description'], extensions.hidden_fields('node'))
-        self.assertEqual((), extensions.hidden_fields('allocation'))
+        self.assertEqual(sorted(extensions.FIELDS['allocation']),
+                         sorted(extensions.hidden_fields('allocation')))
         extensions.check_fields('node', None)
         extensions.check_fields('node', ['uuid', 'name'])
         extensions.check_fields('allocation', ['description'])
@@ -146,8 +149,8 @@ class TestGates(base.RequestTestCase):
                                 extensions.check_fields, 'node',
                                 ['uuid', 'description'])
         self.assertIn('The field "description" of node', str(exc))
-        self.assertIn('ironic-alloc 1.1', str(exc))
-        self.set_extension_version(1)
+        self.assertIn('ironic-alloc %s' % api_extensions.VERSION, str(exc))
+        self.set_extension_version(api_extensions.MINOR)
         self.assertEqual([], extensions.hidden_fields('node'))
         extensions.check_fields('node', ['uuid', 'description'])
 
@@ -158,13 +161,13 @@ class TestGates(base.RequestTestCase):
         exc = self.assertRaises(exception.ExtensionVersionRequired,
                                 extensions.endpoint, 'alloc_things')
         self.assertIn('/v1/alloc_things', str(exc))
-        self.set_extension_version(1)
+        self.set_extension_version(api_extensions.MINOR)
         self.assertIs(self.things, extensions.endpoint('alloc_things'))
         self.assertEqual(['alloc_things'], extensions.allowed_endpoints())
 
     def test_endpoint_is_unknown_when_disabled(self):
         self.config(enable_extensions=False, group='api')
-        self.set_extension_version(1)
+        self.set_extension_version(api_extensions.MINOR)
         self.assertIsNone(extensions.endpoint('alloc_things'))
 
 
@@ -179,7 +182,9 @@ class TestDocument(base.RequestTestCase):
         self.set_extension_version(0)
         self.assertEqual(
             {'id': 'v1', 'ironic_alloc_extensions': {
-                'min_version': '1.0', 'max_version': '1.0',
+                'min_version': '1.0',
+                'max_version': extensions.version_string(
+                    extensions.MAX_MINOR),
                 'version': '1.0'}},
             extensions.add_document({'id': 'v1'}))
 
@@ -187,5 +192,6 @@ class TestDocument(base.RequestTestCase):
         self.useFixture(api_extensions.TestExtension())
         self.set_extension_version(0)
         doc = extensions.add_document({})
-        self.assertEqual({'min_version': '1.0', 'max_version': '1.1',
+        self.assertEqual({'min_version': '1.0',
+                          'max_version': api_extensions.VERSION,
                           'version': '1.0'}, doc['ironic_alloc_extensions'])

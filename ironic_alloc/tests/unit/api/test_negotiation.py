@@ -1,6 +1,7 @@
 """Microversion negotiation: parsing, range checks, response headers."""
 
 from ironic_alloc.api.controllers import base as api_base
+from ironic_alloc.api.controllers.v1 import extensions
 from ironic_alloc.api.controllers.v1 import negotiation
 from ironic_alloc.api.controllers.v1 import versions
 from ironic_alloc.common import exception
@@ -203,29 +204,36 @@ class TestNegotiateExtension(base.TestCase):
                              value)
 
     def test_latest(self):
+        newest = extensions.version_string(extensions.MAX_MINOR)
         for value in ('ironic-alloc latest', 'ironic-alloc LATEST'):
-            self.assertEqual('1.0', str(self.negotiate(value)))
+            self.assertEqual(newest, str(self.negotiate(value)))
 
     def test_latest_follows_the_table(self):
         self.useFixture(api_extensions.TestExtension())
-        self.assertEqual('1.1', str(self.negotiate('ironic-alloc latest')))
-        self.assertEqual('1.1', str(self.negotiate('ironic-alloc 1.1')))
+        self.assertEqual(api_extensions.VERSION,
+                         str(self.negotiate('ironic-alloc latest')))
+        self.assertEqual(api_extensions.VERSION, str(self.negotiate(
+            'ironic-alloc ' + api_extensions.VERSION)))
 
     def test_too_new(self):
+        too_new = extensions.version_string(extensions.MAX_MINOR + 1)
         exc = self.assertRaises(exception.NotAcceptable, self.negotiate,
-                                'baremetal 1.79, ironic-alloc 1.1')
+                                'baremetal 1.79, ironic-alloc ' + too_new)
         self.assertEqual(406, exc.code)
         self.assertEqual(
-            'ironic_alloc API extension version 1.1 was requested but is '
+            'ironic_alloc API extension version %s was requested but is '
             'not supported by this service. The supported extension '
-            'version range is: [1.0, 1.0].', str(exc))
+            'version range is: [1.0, %s].' % (
+                too_new, extensions.version_string(extensions.MAX_MINOR)),
+            str(exc))
 
     def test_other_major(self):
         for value in ('ironic-alloc 2.0', 'ironic-alloc 0.9',
                       'ironic-alloc 0.0'):
             exc = self.assertRaises(exception.NotAcceptable, self.negotiate,
                                     value)
-            self.assertIn('[1.0, 1.0]', str(exc))
+            self.assertIn('[1.0, %s]' % extensions.version_string(
+                extensions.MAX_MINOR), str(exc))
 
     def test_malformed(self):
         for text in ('abc', '', '1', '1.x', '1.0.0', 'v1.0', '1.0 1.1',
@@ -257,19 +265,22 @@ class TestExtensionHeaders(base.TestCase):
         self.assertEqual([], self.headers('baremetal 1.79'))
 
     def test_range_and_version(self):
+        newest = extensions.version_string(extensions.MAX_MINOR)
         self.assertEqual(
             [('X-OpenStack-Ironic-Alloc-Extension-Minimum-Version', '1.0'),
-             ('X-OpenStack-Ironic-Alloc-Extension-Maximum-Version', '1.0'),
-             ('OpenStack-API-Version', 'ironic-alloc 1.0')],
+             ('X-OpenStack-Ironic-Alloc-Extension-Maximum-Version', newest),
+             ('OpenStack-API-Version', 'ironic-alloc ' + newest)],
             self.headers('baremetal 1.79, ironic-alloc latest'))
 
     def test_range_only_when_refused(self):
-        for value in ('ironic-alloc 1.1', 'ironic-alloc x'):
+        newest = extensions.version_string(extensions.MAX_MINOR)
+        too_new = extensions.version_string(extensions.MAX_MINOR + 1)
+        for value in ('ironic-alloc ' + too_new, 'ironic-alloc x'):
             self.assertEqual(
                 [('X-OpenStack-Ironic-Alloc-Extension-Minimum-Version',
                   '1.0'),
                  ('X-OpenStack-Ironic-Alloc-Extension-Maximum-Version',
-                  '1.0')], self.headers(value))
+                  newest)], self.headers(value))
 
     def test_none_when_disabled(self):
         self.config(enable_extensions=False, group='api')

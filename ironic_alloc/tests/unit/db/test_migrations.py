@@ -22,6 +22,7 @@ from oslo_db import exception as db_exc
 from oslo_db.sqlalchemy import enginefacade
 from oslo_db.sqlalchemy import test_fixtures
 from oslo_db.sqlalchemy import test_migrations
+from oslo_db.sqlalchemy import types as db_types
 import sqlalchemy as sa
 
 from ironic_alloc.db import migration
@@ -213,6 +214,70 @@ class MigrationCheckersMixin:
         for condition in ("provision_state", "'available'",
                           'allocation_id IS NULL', 'instance_uuid IS NULL'):
             self.assertIn(condition, predicate)
+
+    _MATCHING_NODES = [
+        # (uuid, properties, expected columns, expected capabilities)
+        ('5f0e8a3c-4c1d-4d56-9a51-0b7c1e2f3a01',
+         {'cpus': '8', 'memory_mb': 16384, 'local_gb': 'big',
+          'cpu_arch': 'x86_64', 'capabilities': 'boot_mode:uefi,x:1'},
+         (8, 16384, None, 'x86_64'), {'boot_mode': 'uefi', 'x': '1'}),
+        ('5f0e8a3c-4c1d-4d56-9a51-0b7c1e2f3a02',
+         {'capabilities': {'Boot_Mode': 'UEFI', 'b': True}},
+         (None, None, None, None), {'Boot_Mode': 'UEFI', 'b': 'true'}),
+        ('5f0e8a3c-4c1d-4d56-9a51-0b7c1e2f3a03', None,
+         (None, None, None, None), {}),
+    ]
+
+    def _pre_upgrade_9d4b6e2f1a73(self, engine):
+        nodes = sa.table('nodes', sa.column('uuid'), sa.column('driver'),
+                         sa.column('maintenance'), sa.column('protected'),
+                         sa.column('retired'), sa.column('console_enabled'),
+                         sa.column('properties', db_types.JsonEncodedDict))
+        for node_uuid, properties, _c, _caps in self._MATCHING_NODES:
+            self._insert(engine, nodes, {
+                'uuid': node_uuid, 'driver': 'fake-hardware',
+                'maintenance': False, 'protected': False, 'retired': False,
+                'console_enabled': False, 'properties': properties})
+
+    def _check_9d4b6e2f1a73(self, engine, data):
+        columns = ('match_cpus', 'match_memory_mb', 'match_local_gb',
+                   'match_cpu_arch')
+        self.assertLessEqual(set(columns), self._columns(engine, 'nodes'))
+        self.assertLessEqual(
+            {'nodes_%s_idx' % c for c in columns},
+            self._index_names(engine, 'nodes'))
+        self.assertEqual({'node_id', 'name', 'value', 'created_at',
+                          'updated_at'},
+                         self._columns(engine, 'node_capabilities'))
+        by_name = {i['name']: i for i in
+                   sa.inspect(engine).get_indexes('node_capabilities')}
+        self.assertEqual(['name', 'value', 'node_id'],
+                         by_name['node_capabilities_idx']['column_names'])
+        self.assertIn('match', self._columns(engine, 'allocations'))
+        # The nodes already there got their values.
+        with engine.begin() as conn:
+            for node_uuid, _p, expected, capabilities in self._MATCHING_NODES:
+                row = conn.execute(sa.text(
+                    'SELECT id, %s FROM nodes WHERE uuid = :uuid'
+                    % ', '.join(columns)), {'uuid': node_uuid}).one()
+                self.assertEqual(expected, tuple(row[1:]), node_uuid)
+                self.assertEqual(capabilities, dict(conn.execute(sa.text(
+                    'SELECT name, value FROM node_capabilities '
+                    'WHERE node_id = :id'), {'id': row[0]}).all()))
+            # Names differing in case only are two capabilities on every
+            # database (a byte-for-byte collation on MySQL).
+            node_id = conn.execute(sa.text(
+                'SELECT id FROM nodes WHERE uuid = :uuid'),
+                {'uuid': self._MATCHING_NODES[1][0]}).scalar()
+            conn.execute(sa.text(
+                "INSERT INTO node_capabilities (node_id, name, value) "
+                "VALUES (:id, 'boot_mode', 'uefi')"), {'id': node_id})
+            # Node 0 and the new row; not node 1's Boot_Mode:UEFI.
+            self.assertEqual(2, conn.execute(sa.text(
+                "SELECT count(*) FROM node_capabilities "
+                "WHERE name = 'boot_mode' AND value = 'uefi'")).scalar())
+            conn.execute(sa.text('DELETE FROM node_capabilities'))
+            conn.execute(sa.text('DELETE FROM nodes'))
 
     def _insert(self, engine, table, values):
         with engine.begin() as conn:

@@ -36,7 +36,15 @@ class TestNodeLockGuard(base.TestCase):
         found = {name: value for name, value in vars(stmts).items()
                  if isinstance(value, sa.sql.dml.Update)
                  and _binds_a_node(value)}
-        for shape in [(False, False, 0), (True, True, 2)]:
+        every_operator = {
+            'resource_class': 'gold', 'owner': 'p', 'candidate_uuids': ['u'],
+            'traits': ['CUSTOM_A', 'CUSTOM_B'], 'forbidden_traits': ['X'],
+            'any_of_traits': [['Y', 'Z']],
+            'match': {'cpus': 1, 'memory_mb': 2, 'local_gb': 3,
+                      'cpu_arch': 'x86_64', 'capabilities': {'a': 'b'},
+                      'conductor_group': 'g'}}
+        for criteria in ({'resource_class': 'gold'}, every_operator):
+            shape = stmts.candidate_shape(criteria)[0]
             found['reserve_node%r' % (shape,)] = stmts.reserve_node(shape)
         return found
 

@@ -1,0 +1,184 @@
+"""The matching language (API extension 1.1) over HTTP.
+
+The WSGI app served on a real socket with a real conductor: allocations
+with trait expressions and ``match`` get the right node, the field is
+shown and gated by the extension version, and every bad input is a 400
+in Ironic's error format naming the offending value, with no row written.
+"""
+
+import json
+
+import sqlalchemy as sa
+
+from ironic_alloc.db.sqlalchemy import api as sqla_api
+from ironic_alloc.db.sqlalchemy import models
+from ironic_alloc.tests import base
+from ironic_alloc.tests.functional.conductor import utils
+from ironic_alloc.tests.functional import openapi
+
+EXTENSION = 'ironic-alloc 1.1'
+
+
+class _ServedTestCase(base.DbTestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.config(transport_url='fake://', auth_strategy='noauth')
+        self.config(host_ip='127.0.0.1', port=0, group='api')
+        self.config(allocation_create_wait=30, group='api')
+        self.api = self.useFixture(openapi.ServedAPI())
+
+    def call(self, method, url, doc=None, extension=EXTENSION):
+        headers = {'X-OpenStack-Ironic-API-Version': 'latest',
+                   'Content-Type': 'application/json',
+                   'Accept': 'application/json'}
+        if extension:
+            headers['OpenStack-API-Version'] = extension
+        body = None if doc is None else json.dumps(doc)
+        status, _headers, data = self.api.request(method, url, body, headers)
+        return status, (json.loads(data) if data else None)
+
+    def error(self, status, doc):
+        """The message of an Ironic error body."""
+        fault = json.loads(doc['error_message'])
+        self.assertEqual('Client', fault['faultcode'])
+        return fault['faultstring']
+
+    def allocation_rows(self):
+        with sqla_api.get_engine().connect() as conn:
+            return conn.execute(sa.select(sa.func.count()).select_from(
+                models.Allocation.__table__)).scalar()
+
+
+class TestMatchingOverHTTP(_ServedTestCase):
+
+    def test_allocate_with_the_language(self):
+        context = self.context
+        utils.make_available_node(context, name='gpu',
+                                  traits=['CUSTOM_A', 'CUSTOM_GPU'],
+                                  properties={'memory_mb': 65536})
+        utils.make_available_node(context, name='small',
+                                  traits=['CUSTOM_A'],
+                                  properties={'memory_mb': '1024'})
+        good = utils.make_available_node(context, name='good',
+                                         traits=['CUSTOM_A', 'CUSTOM_R1'])
+        # The node's properties changed through the API (a conductor
+        # writes them): the matcher sees the new values.
+        status, _ = self.call('PATCH', '/v1/nodes/good', [
+            {'op': 'add', 'path': '/properties/memory_mb', 'value': '32768'},
+            {'op': 'add', 'path': '/properties/capabilities',
+             'value': 'boot_mode:uefi'}])
+        self.assertEqual(200, status)
+        body = {'resource_class': 'gold', 'name': 'rich',
+                'traits': ['CUSTOM_A', '!CUSTOM_GPU',
+                           'in:CUSTOM_R1,CUSTOM_R2'],
+                'match': {'memory_mb': 16384,
+                          'capabilities': {'boot_mode': 'uefi'}}}
+        status, allocation = self.call('POST', '/v1/allocations', body)
+        self.assertEqual(201, status, allocation)
+        self.assertEqual(('active', good.uuid),
+                         (allocation['state'], allocation['node_uuid']))
+        self.assertEqual(body['traits'], allocation['traits'])
+        self.assertEqual(body['match'], allocation['match'])
+        status, shown = self.call('GET', '/v1/allocations/rich')
+        self.assertEqual(body['match'], shown['match'])
+        status, shown = self.call('GET', '/v1/allocations/rich?fields=match')
+        self.assertEqual(200, status)
+        self.assertEqual(body['match'], shown['match'])
+        # Hidden below the extension version, and refused in ``fields``.
+        status, shown = self.call('GET', '/v1/allocations/rich',
+                                  extension=None)
+        self.assertEqual(200, status)
+        self.assertNotIn('match', shown)
+        status, doc = self.call('GET', '/v1/allocations/rich?fields=match',
+                                extension=None)
+        self.assertEqual(400, status)
+        self.assertIn('ironic-alloc 1.1', self.error(status, doc))
+        # Not patchable.
+        for extension in (EXTENSION, None):
+            status, doc = self.call('PATCH', '/v1/allocations/rich', [
+                {'op': 'replace', 'path': '/match', 'value': {}}],
+                extension=extension)
+            self.assertEqual(400, status)
+            self.assertIn('match', self.error(status, doc))
+        status, shown = self.call('GET', '/v1/allocations/rich')
+        self.assertEqual(body['match'], shown['match'])
+        # A second one finds nothing, and says why.
+        status, failed = self.call('POST', '/v1/allocations',
+                                   dict(body, name='rich-2'))
+        self.assertEqual(201, status)
+        self.assertEqual('error', failed['state'])
+        self.assertIn('No candidate node', failed['last_error'])
+
+    def test_plain_ironic_request_unchanged(self):
+        # Without the extension version "!" is just an invalid trait, as
+        # in Ironic.
+        status, doc = self.call('POST', '/v1/allocations', {
+            'resource_class': 'gold', 'traits': ['!CUSTOM_GPU']},
+            extension=None)
+        self.assertEqual(400, status)
+        self.assertIn('Invalid trait !CUSTOM_GPU', self.error(status, doc))
+        utils.make_available_node(self.context, traits=['CUSTOM_A'])
+        status, allocation = self.call('POST', '/v1/allocations', {
+            'resource_class': 'gold', 'traits': ['CUSTOM_A']},
+            extension=None)
+        self.assertEqual(201, status)
+        self.assertEqual('active', allocation['state'])
+        self.assertNotIn('match', allocation)
+
+
+class TestBadInput(_ServedTestCase):
+    """Every 400 of the language: Ironic's error format, the offending
+    value named, no row written."""
+
+    CASES = [
+        # (body changes, extension, text of the message)
+        ({'traits': ['!CUSTOM_A']}, None, 'Invalid trait !CUSTOM_A'),
+        ({'traits': ['in:CUSTOM_A']}, None, 'Invalid trait in:CUSTOM_A'),
+        ({'match': {'cpus': 1}}, None, 'ironic-alloc 1.1'),
+        ({'match': {'cpus': 1}}, 'ironic-alloc 1.0', 'ironic-alloc 1.1'),
+        ({'traits': ['CUSTOM_A', '!CUSTOM_A']}, EXTENSION,
+         'CUSTOM_A is both required and forbidden'),
+        ({'traits': ['in:']}, EXTENSION, 'in:'),
+        ({'traits': ['in:CUSTOM_A,,CUSTOM_B']}, EXTENSION,
+         'in:CUSTOM_A,,CUSTOM_B'),
+        ({'traits': ['!custom_a']}, EXTENSION, '!custom_a'),
+        ({'traits': ['!']}, EXTENSION, 'Invalid trait expression !'),
+        ({'traits': ['in:CUSTOM_A,NOT_A_TRAIT']}, EXTENSION, 'NOT_A_TRAIT'),
+        ({'traits': ['IN:CUSTOM_A']}, EXTENSION, 'IN:CUSTOM_A'),
+        ({'traits': ['in:' + ','.join(
+            'CUSTOM_T%d' % i for i in range(51))]}, EXTENSION,
+         'name 51 traits, at most 50'),
+        ({'match': {'gpus': 1}}, EXTENSION, 'Unknown key gpus'),
+        ({'match': {'cpus': -1}}, EXTENSION, 'match cpus -1'),
+        ({'match': {'memory_mb': 1.5}}, EXTENSION, 'match memory_mb 1.5'),
+        ({'match': {'local_gb': '10'}}, EXTENSION, 'match local_gb "10"'),
+        ({'match': {'cpus': True}}, EXTENSION, 'match cpus true'),
+        ({'match': {'cpu_arch': 7}}, EXTENSION, 'match cpu_arch 7'),
+        ({'match': {'capabilities': {'a': 1}}}, EXTENSION,
+         'capability a value 1'),
+        ({'match': {'capabilities': ['a:b']}}, EXTENSION, 'capabilities'),
+        ({'match': {'conductor_group': 'a b'}}, EXTENSION, '"a b"'),
+        ({'match': 'cpus=1'}, EXTENSION, 'must be an object'),
+        ({'match': {'cpus': 1}, 'node': 'some-node'}, EXTENSION,
+         'cannot be used when backfilling'),
+    ]
+
+    def test_every_refusal(self):
+        utils.make_available_node(self.context, name='some-node',
+                                  traits=['CUSTOM_A'])
+        for changes, extension, message in self.CASES:
+            body = dict({'resource_class': 'gold'}, **changes)
+            status, doc = self.call('POST', '/v1/allocations', body,
+                                    extension=extension)
+            self.assertEqual(400, status, (changes, doc))
+            self.assertIn(message, self.error(status, doc), changes)
+        self.assertEqual(0, self.allocation_rows())
+
+    def test_refused_while_pinned_to_an_older_release(self):
+        self.config(pin_release_version='2026.2')
+        status, doc = self.call('POST', '/v1/allocations', {
+            'resource_class': 'gold', 'traits': ['!CUSTOM_GPU']})
+        self.assertEqual(400, status)
+        self.assertIn('pin_release_version', self.error(status, doc))
+        self.assertEqual(0, self.allocation_rows())

@@ -291,3 +291,39 @@ def _storable(text):
     # before that rule must not make the node write fail (PostgreSQL
     # cannot store it).
     return len(text) <= MAX_TEXT and '\x00' not in text
+
+
+# Criteria and explanations
+
+def criteria(resource_class, traits, candidate_uuids, owner, match):
+    """What the matcher searches for (the ``criteria`` of the database
+    API and of every backend): ``traits`` the required traits (plain
+    names, as without the matching language), ``forbidden_traits`` and
+    ``any_of_traits`` (list of lists) the other trait expressions,
+    ``match`` the match object.
+
+    :param traits: the allocation's ``traits`` as stored (validated).
+    """
+    parsed = parse_traits(traits or [])
+    return {'resource_class': resource_class,
+            'traits': parsed.required,
+            'forbidden_traits': parsed.forbidden,
+            'any_of_traits': parsed.any_of,
+            'match': dict(match or {}),
+            'candidate_uuids': list(candidate_uuids or []),
+            'owner': owner}
+
+
+def funnel_line(funnel):
+    """An explanation's funnel (db api explain_allocation()) in one line:
+    the start, every step that removed nodes, what is left."""
+    start = '%d node%s of resource class "%s"' % (
+        funnel['nodes'], '' if funnel['nodes'] == 1 else 's',
+        funnel['resource_class'])
+    if funnel.get('project'):
+        start += ' visible to project %s' % funnel['project']
+    removed = ['%d %s' % (step['removed'], step['description'])
+               for step in funnel['steps'] if step['removed']]
+    return 'Funnel: %s%s; %d left.' % (
+        start, (': ' + ', '.join(removed)) if removed else '',
+        funnel['matching_nodes'])

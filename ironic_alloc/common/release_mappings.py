@@ -28,7 +28,7 @@ RELEASE_MAPPING = {
     CURRENT: {
         'rpc': '1.2',
         'objects': {
-            'Allocation': '1.1',
+            'Allocation': '1.2',
             'Conductor': '1.0',
             'Node': '1.0',
         },

@@ -24,19 +24,11 @@ DEALLOCATION_STATES = states.UPDATE_ALLOWED_STATES
 
 
 def criteria_of(allocation):
-    """What the backends search for: ``traits`` are the required traits
-    (plain names, as without the matching language), ``forbidden_traits``
-    and ``any_of_traits`` (list of lists) the rest of the trait
-    expressions, ``match`` the allocation's match object."""
+    """What the backends search for (matching.criteria())."""
     # NOTE: the API validated the expressions before the row was written.
-    traits = matching.parse_traits(allocation.traits or [])
-    return {'resource_class': allocation.resource_class,
-            'traits': traits.required,
-            'forbidden_traits': traits.forbidden,
-            'any_of_traits': traits.any_of,
-            'match': dict(allocation.match or {}),
-            'candidate_uuids': list(allocation.candidate_nodes or []),
-            'owner': allocation.owner}
+    return matching.criteria(allocation.resource_class, allocation.traits,
+                             allocation.candidate_nodes, allocation.owner,
+                             allocation.match)
 
 
 def do_allocate(context, allocation_id, conductor_id, backend):
@@ -77,17 +69,34 @@ def do_allocate(context, allocation_id, conductor_id, backend):
         LOG.info('Allocation %(alloc)s reserved node %(node)s',
                  {'alloc': allocation.uuid, 'node': node_id})
         return node_id
-    _fail(allocation, conductor_id,
-          'No candidate node: %s.' % backend.explain(criteria))
+    explanation = explain(criteria)
+    _fail(allocation, conductor_id, 'No candidate node: %s. %s' % (
+        backend.explain(criteria), matching.funnel_line(explanation)),
+        explanation)
     return None
 
 
-def _fail(allocation, conductor_id, reason):
+def explain(criteria):
+    """The funnel of an allocation that found no node, as it is kept
+    with the allocation (its ``explanation``).
+
+    NOTE: an allocation with an owner is explained over the nodes that
+    owner owns or leases: the explanation is shown to the owner's
+    project, which never sees counts of other projects' nodes.
+    """
+    funnel = dbapi.explain_allocation(criteria, project=criteria['owner'])
+    funnel.pop('examples')
+    funnel['project'] = criteria['owner']
+    return funnel
+
+
+def _fail(allocation, conductor_id, reason, explanation=None):
     """Set the allocation to error unless it is no longer ours.
 
     :returns: True when it was set.
     """
-    if not dbapi.fail_allocation(allocation.id, conductor_id, reason):
+    if not dbapi.fail_allocation(allocation.id, conductor_id, reason,
+                                 explanation=explanation):
         return False
     LOG.info('Allocation %(alloc)s failed: %(reason)s',
              {'alloc': allocation.uuid, 'reason': reason})

@@ -233,6 +233,22 @@ class Connection(metaclass=abc.ABCMeta):
         """
 
     @abc.abstractmethod
+    def explain_allocation(self, criteria, examples=0, project=None):
+        """The funnel of an allocation's criteria, in SQL, writing nothing.
+
+        Starts from the nodes of the resource class; each step is one
+        constraint of the search (statements.candidate_groups), in order,
+        and counts the nodes it removes from those the steps before left.
+
+        :param examples: how many UUIDs of matching nodes to return.
+        :param project: count only the nodes this project owns or leases.
+        :returns: dict with resource_class, nodes (the start), steps (list
+            of dicts: step, value, removed, remaining, description),
+            matching_nodes, examples (UUIDs) and reason (the sentence of
+            explain_no_candidates()).
+        """
+
+    @abc.abstractmethod
     def reserve_node_for_allocation(self, allocation_id, conductor_id,
                                     node_id, criteria):
         """Bind a node to an allocation, or do nothing.
@@ -248,8 +264,12 @@ class Connection(metaclass=abc.ABCMeta):
         """
 
     @abc.abstractmethod
-    def fail_allocation(self, allocation_id, conductor_id, last_error):
+    def fail_allocation(self, allocation_id, conductor_id, last_error,
+                        explanation=None):
         """Set state error, conditional on ownership.
+
+        :param explanation: the funnel of explain_allocation(), kept with
+            the allocation.
 
         :returns: False when the allocation is no longer ours.
         """

@@ -9,7 +9,8 @@ from ironic_alloc.objects import fields
 class Allocation(base.IronicAllocObject):
     # Version 1.0: Initial version
     # Version 1.1: match (the matching language, API extension 1.1)
-    VERSION = '1.1'
+    # Version 1.2: explanation (the funnel of a failed allocation)
+    VERSION = '1.2'
 
     dbapi = db_api.get_instance()
 
@@ -26,6 +27,7 @@ class Allocation(base.IronicAllocObject):
         'candidate_nodes': fields.ListOfStringsField(nullable=True),
         'extra': fields.FlexibleDictField(nullable=True),
         'match': fields.FlexibleDictField(nullable=True),
+        'explanation': fields.FlexibleDictField(nullable=True),
         'conductor_affinity': fields.IntegerField(nullable=True),
         'created_at': fields.DateTimeField(nullable=True),
         'updated_at': fields.DateTimeField(nullable=True),
@@ -34,6 +36,8 @@ class Allocation(base.IronicAllocObject):
     def obj_make_compatible(self, primitive, target_version):
         super().obj_make_compatible(primitive, target_version)
         version = versionutils.convert_version_to_tuple(target_version)
+        if version < (1, 2):
+            primitive.pop('explanation', None)
         if version < (1, 1):
             primitive.pop('match', None)
 
@@ -76,6 +80,13 @@ class Allocation(base.IronicAllocObject):
     def uuids_by_id(cls, context, ids):
         """{id: uuid} for the given ids, in one query."""
         return cls.dbapi.get_allocation_uuids(ids)
+
+    @classmethod
+    def explain(cls, context, criteria, examples=0, project=None):
+        """The funnel of ``criteria`` (matching.criteria()), writing
+        nothing; see db.api explain_allocation()."""
+        return cls.dbapi.explain_allocation(criteria, examples=examples,
+                                            project=project)
 
     def create(self, context=None):
         """Insert an allocating allocation.

@@ -40,6 +40,13 @@ rules = [
     _rule('baremetal:allocation:create_restricted', 'rule:system_member',
           'Create an allocation for another owner than the caller\'s '
           'project (403 without it).', [('POST', '/allocations')]),
+    _rule('baremetal:allocation:explain',
+          'rule:system_reader or rule:project_reader',
+          'Explain a new allocation (POST /v1/allocations/explain, '
+          'ironic_alloc extension 1.1): the caller also needs the rules '
+          'of listing nodes, and a project caller counts only the nodes '
+          'its project owns or leases, as in GET /v1/nodes.',
+          [('POST', '/allocations/explain')]),
     _rule('baremetal:allocation:update',
           'rule:system_member or rule:allocation_owner_member',
           'Change the name or extra of an allocation.',

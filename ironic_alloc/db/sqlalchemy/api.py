@@ -338,6 +338,11 @@ def _write_capabilities(session, node_id, properties):
                                           value=value))
 
 
+# Why no node was reserved when some pass every constraint.
+_ALL_TAKEN = ('all matching nodes were reserved by concurrent allocations '
+              'or locked by other operations')
+
+
 class _NodeNotReserved(Exception):
     """Rolls back a reservation whose node was no longer a candidate."""
 
@@ -745,6 +750,8 @@ class Connection(api.Connection):
             return ids
 
     def explain_no_candidates(self, criteria):
+        # NOTE: a probe per constraint (LIMIT 1), cheaper than the funnel
+        # of explain_allocation(), which reads every node of the class.
         shape, params = stmts.candidate_shape(criteria)
         applied = []
         with _connection_for_read() as conn:
@@ -754,8 +761,45 @@ class Connection(api.Connection):
                     *applied).limit(1), params).first()
                 if found is None:
                     return constraint.reason % stmts.words(criteria, params)
-        return ('all matching nodes were reserved by concurrent '
-                'allocations or locked by other operations')
+        return _ALL_TAKEN
+
+    def explain_allocation(self, criteria, examples=0, project=None):
+        shape, params = stmts.candidate_shape(criteria)
+        if project:
+            params = dict(params, c_visible_project=project)
+        groups = stmts.candidate_groups(shape)
+        with _connection_for_read() as conn:
+            counts = dict(conn.execute(stmts.funnel(shape, project),
+                                       params).all())
+            uuids = []
+            if examples:
+                uuids = list(conn.execute(
+                    stmts.matching_uuids(shape, project),
+                    dict(params, limit=examples)).scalars())
+        words = stmts.words(criteria, params)
+        remaining = sum(counts.values())
+        start = remaining
+        steps = []
+        reason = None
+        if not remaining:
+            reason = groups[0].reason % words
+        for number, constraint in enumerate(groups[1:], 1):
+            removed = counts.get(number, 0)
+            remaining -= removed
+            steps.append({
+                'step': constraint.step,
+                'value': stmts.constraint_value(constraint, params),
+                'removed': removed,
+                'remaining': remaining,
+                'description': constraint.removes % words})
+            if reason is None and not remaining:
+                reason = constraint.reason % words
+        if reason is None:
+            reason = _ALL_TAKEN
+        return {'resource_class': criteria['resource_class'],
+                'nodes': start, 'steps': steps,
+                'matching_nodes': remaining, 'examples': uuids,
+                'reason': reason}
 
     @retry_on_conflict
     def reserve_node_for_allocation(self, allocation_id, conductor_id,
@@ -799,13 +843,15 @@ class Connection(api.Connection):
         return True
 
     @retry_on_conflict
-    def fail_allocation(self, allocation_id, conductor_id, last_error):
+    def fail_allocation(self, allocation_id, conductor_id, last_error,
+                        explanation=None):
         with _session_for_write() as session:
             count = session.query(models.Allocation).filter_by(
                 id=allocation_id, state=states.ALLOCATING,
                 conductor_affinity=conductor_id).update(
                     {'state': states.ALLOCATION_ERROR,
-                     'last_error': last_error},
+                     'last_error': last_error,
+                     'explanation': explanation},
                     synchronize_session=False)
         return count == 1
 

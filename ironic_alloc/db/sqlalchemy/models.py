@@ -217,4 +217,7 @@ class Allocation(Base):
     # NOTE: the "match" object of the matching language (extension 1.1);
     # its trait expressions stay in ``traits`` as sent.
     match = sa.Column(db_types.JsonEncodedDict, nullable=True)
+    # NOTE: the funnel of an allocation that found no node (conductor
+    # allocations.explain()); its one-line form is in last_error.
+    explanation = sa.Column(db_types.JsonEncodedDict, nullable=True)
     conductor_affinity = sa.Column(sa.Integer, nullable=True)

@@ -201,13 +201,13 @@ Shape = collections.namedtuple(
     'capabilities conductor_group')
 
 
-# One constraint of the candidate search: its name (a step of the funnel
-# of an explanation), its WHERE clauses, the sentence (formatted with the
-# criteria and the parameters) that explains why no node passed it and
-# the constraints before it, and what it removes, in a few words (also
-# formatted), for the funnel.
+# One constraint of the candidate search: its kind (the step of an
+# explanation's funnel), the name of the parameter holding what it asks
+# for (None for a fixed rule), its WHERE clauses, the sentence (formatted
+# with words()) that explains why no node passed it and the constraints
+# before it, and what it removes, in a few words (also formatted).
 Constraint = collections.namedtuple('Constraint',
-                                    'step clauses reason removes')
+                                    'step param clauses reason removes')
 
 
 def _rule_clause(condition):
@@ -259,24 +259,25 @@ def candidate_groups(shape):
     """
     n = NODES.c
     groups = [Constraint(
-        'resource_class',
+        'resource_class', 'c_resource_class',
         [n.resource_class == _bind('c_resource_class', n.resource_class)],
         'no node has resource class "%(resource_class)s"', None)]
     for step, fields, removes in PICKING_STEPS:
         groups.append(Constraint(
-            step, [_rule_clause(c) for c in picking.PICKABLE
+            step, None, [_rule_clause(c) for c in picking.PICKABLE
                    if c.field in fields], _UNAVAILABLE, removes))
     if shape.owner:
         owner = _bind('c_owner', n.owner)
         groups.append(Constraint(
-            'owner', [sa.or_(n.owner == owner, n.lessee == owner)],
+            'owner', 'c_owner',
+            [sa.or_(n.owner == owner, n.lessee == owner)],
             'no available node of resource class "%(resource_class)s" is '
             'owned or leased by "%(owner)s"',
             'not owned or leased by %(owner)s'))
     for index in range(shape.traits):
         name = 'c_trait_%d' % index
         groups.append(Constraint(
-            'trait:%d' % index,
+            'trait', name,
             [_has_trait(NODE_TRAITS.c.trait == _bind(
                 name, NODE_TRAITS.c.trait))],
             _PASSED + 'has all the traits %(traits)s',
@@ -284,7 +285,7 @@ def candidate_groups(shape):
     for index in range(shape.forbidden):
         name = 'c_forbidden_%d' % index
         groups.append(Constraint(
-            'forbidden_trait:%d' % index,
+            'forbidden_trait', name,
             [~_has_trait(NODE_TRAITS.c.trait == _bind(
                 name, NODE_TRAITS.c.trait))],
             _PASSED + 'lacks the forbidden trait %%(%s)s' % name,
@@ -292,7 +293,7 @@ def candidate_groups(shape):
     for index in range(shape.any_of):
         name = 'c_any_of_%d' % index
         groups.append(Constraint(
-            'any_of:%d' % index,
+            'any_of', name,
             [_has_trait(NODE_TRAITS.c.trait.in_(
                 sa.bindparam(name, expanding=True)))],
             _PASSED + 'has one of the traits %%(%s)s' % name,
@@ -301,13 +302,13 @@ def candidate_groups(shape):
         name = 'c_min_%s' % key
         column = n['match_%s' % key]
         groups.append(Constraint(
-            'minimum:%s' % key, [column >= _bind(name, column)],
+            key, name, [column >= _bind(name, column)],
             _PASSED + 'has %s of at least %%(%s)s' % (key, name),
             'have %s below %%(%s)s or unknown' % (key, name)))
     if shape.cpu_arch:
         groups.append(Constraint(
-            'cpu_arch', [n.match_cpu_arch == _bind('c_cpu_arch',
-                                                   n.match_cpu_arch)],
+            'cpu_arch', 'c_cpu_arch',
+            [n.match_cpu_arch == _bind('c_cpu_arch', n.match_cpu_arch)],
             _PASSED + 'has cpu_arch %(c_cpu_arch)s',
             'not of cpu_arch %(c_cpu_arch)s'))
     capabilities = models.NodeCapability.__table__.c
@@ -315,7 +316,7 @@ def candidate_groups(shape):
         name = 'c_capability_name_%d' % index
         value = 'c_capability_value_%d' % index
         groups.append(Constraint(
-            'capability:%d' % index,
+            'capability', 'c_capability_%d' % index,
             [sa.exists().where(
                 capabilities.node_id == n.id,
                 capabilities.name == _bind(name, capabilities.name),
@@ -324,7 +325,7 @@ def candidate_groups(shape):
             'without capability %%(%s)s:%%(%s)s' % (name, value)))
     if shape.candidates:
         groups.append(Constraint(
-            'candidates',
+            'candidates', None,
             [n.uuid.in_(sa.bindparam('c_candidates', expanding=True))],
             'none of the candidate nodes %(candidate_uuids)s is an '
             'available node of resource class "%(resource_class)s" that '
@@ -332,7 +333,7 @@ def candidate_groups(shape):
             'not among the candidate nodes'))
     if shape.conductor_group:
         groups.append(Constraint(
-            'conductor_group',
+            'conductor_group', 'c_conductor_group',
             [n.conductor_group == _bind('c_conductor_group',
                                         n.conductor_group)],
             _PASSED + 'is in conductor group "%(c_conductor_group)s"',
@@ -417,3 +418,62 @@ def reserve_node(shape):
                                           ALLOCATIONS.c.id),
             ).scalar_subquery())
     return _cached(('reserve', shape), build)
+
+
+# Explanations
+
+def constraint_value(constraint, params):
+    """What ``constraint`` asks for, as the client wrote it (None for a
+    rule of its own)."""
+    if constraint.step == 'capability':
+        index = constraint.param.rsplit('_', 1)[1]
+        return {params['c_capability_name_%s' % index]:
+                params['c_capability_value_%s' % index]}
+    if constraint.param is None:
+        return None
+    return params[constraint.param]
+
+
+def _visible(project):
+    """Nodes a project sees (as GET /v1/nodes shows them to it)."""
+    if not project:
+        return []
+    visible = _bind('c_visible_project', NODES.c.owner)
+    return [sa.or_(NODES.c.owner == visible, NODES.c.lessee == visible)]
+
+
+def funnel(shape, project):
+    """How many nodes of the resource class each constraint removes: the
+    number of the first constraint (of candidate_groups(), from 1) that
+    each node fails, 0 for a match, and the count of nodes per number.
+
+    NOTE: one pass over the nodes of the class, grouped in SQL.  Each
+    constraint becomes 0 or 1 by a CASE of its own first, since a
+    comparison with NULL (a node without an owner, say) is neither true
+    nor false and must count as failing.
+
+    :param project: count only the nodes this project owns or leases
+        (bind parameter "c_visible_project"), or False for all.
+    """
+    def build(key):
+        shape, project = key
+        groups = candidate_groups(shape)
+        failing = [(sa.case((sa.and_(*g.clauses), 0), else_=1) == 1, number)
+                   for number, g in enumerate(groups[1:], 1)]
+        first = sa.case(*failing, else_=0).label('step')
+        passes = sa.select(first).where(
+            *groups[0].clauses, *_visible(project)).subquery()
+        return sa.select(passes.c.step, sa.func.count()).group_by(
+            passes.c.step)
+    return _cached(('funnel', (shape, bool(project))), build)
+
+
+def matching_uuids(shape, project):
+    """At most "limit" UUIDs of candidates in uuid order (visible to the
+    project "c_visible_project" when ``project``)."""
+    def build(key):
+        shape, project = key
+        return sa.select(NODES.c.uuid).where(
+            *_candidate_clauses(shape), *_visible(project)).order_by(
+                NODES.c.uuid).limit(sa.bindparam('limit'))
+    return _cached(('uuids', (shape, bool(project))), build)

@@ -70,6 +70,9 @@ class Operation:
         item = doc['paths'][path]
         spec = item[method]
         self.operation_id = spec.get('operationId')
+        # The ironic_alloc extension feature the operation needs (served
+        # only for a request with an extension version that has it).
+        self.extension = spec.get('x-ironic-alloc-extension')
         params = {}
         for p in resolve(doc, item.get('parameters', [])) + resolve(
                 doc, spec.get('parameters', [])):

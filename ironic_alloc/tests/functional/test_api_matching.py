@@ -4,6 +4,8 @@ The WSGI app served on a real socket with a real conductor: allocations
 with trait expressions and ``match`` get the right node, the field is
 shown and gated by the extension version, and every bad input is a 400
 in Ironic's error format naming the offending value, with no row written.
+POST /v1/allocations/explain answers the funnel, with the same 400s, and
+writes nothing.
 """
 
 import json
@@ -13,10 +15,18 @@ import sqlalchemy as sa
 from ironic_alloc.db.sqlalchemy import api as sqla_api
 from ironic_alloc.db.sqlalchemy import models
 from ironic_alloc.tests import base
+from ironic_alloc.tests.functional.conductor import test_funnel
 from ironic_alloc.tests.functional.conductor import utils
 from ironic_alloc.tests.functional import openapi
 
 EXTENSION = 'ironic-alloc 1.1'
+
+# What POST /v1/allocations/explain answered before the extension existed,
+# and still answers below 1.1: Pecan routes it to the creation of an
+# allocation with "explain" as its body argument, which WSME refuses.
+EXPLAIN_BELOW_STATUS = 400
+EXPLAIN_BELOW_MESSAGE = ("Invalid input for field/attribute allocation. "
+                         "Value: 'explain'.")
 
 
 class _ServedTestCase(base.DbTestCase):
@@ -182,3 +192,80 @@ class TestBadInput(_ServedTestCase):
         self.assertEqual(400, status)
         self.assertIn('pin_release_version', self.error(status, doc))
         self.assertEqual(0, self.allocation_rows())
+
+
+class TestExplainOverHTTP(_ServedTestCase):
+    """POST /v1/allocations/explain: the funnel of the fixture fleet of
+    conductor/test_funnel.py, the same 400s as a create, nothing
+    written."""
+
+    def test_funnel_and_examples(self):
+        criteria, matching_uuids = test_funnel.make_fleet(self.context)
+        body = {'resource_class': 'gold', 'owner': 'p1',
+                'traits': ['CUSTOM_A', 'CUSTOM_B', '!CUSTOM_GPU',
+                           'in:CUSTOM_R1,CUSTOM_R2'],
+                'match': test_funnel.CRITERIA['match'],
+                'candidate_nodes': criteria['candidate_uuids']}
+        status, funnel = self.call('POST', '/v1/allocations/explain', body)
+        self.assertEqual(200, status, funnel)
+        self.assertEqual(test_funnel.expected_steps(), [
+            (s['step'], s['value'], s['removed']) for s in funnel['steps']])
+        self.assertEqual(len(matching_uuids), funnel['matching_nodes'])
+        self.assertEqual(matching_uuids, funnel['examples'])
+        self.assertIsNone(funnel['project'])
+        self.assertTrue(funnel['summary'].startswith('Funnel: '))
+        status, funnel = self.call('POST',
+                                   '/v1/allocations/explain?examples=1', body)
+        self.assertEqual(200, status)
+        self.assertEqual(matching_uuids[:1], funnel['examples'])
+        self.assertEqual(len(matching_uuids), funnel['matching_nodes'])
+        for bad in ('-1', '101', 'x'):
+            status, doc = self.call(
+                'POST', '/v1/allocations/explain?examples=' + bad, body)
+            self.assertEqual(400, status, bad)
+        self.assertEqual(0, self.allocation_rows())
+
+    def test_same_refusals_as_a_create(self):
+        utils.make_available_node(self.context, name='some-node')
+        for changes, extension, message in TestBadInput.CASES:
+            if extension != EXTENSION:
+                continue
+            if 'node' in changes:
+                message = 'cannot be asked for a backfill'
+            body = dict({'resource_class': 'gold'}, **changes)
+            status, doc = self.call('POST', '/v1/allocations/explain', body)
+            self.assertEqual(400, status, (changes, doc))
+            self.assertIn(message, self.error(status, doc), changes)
+        status, doc = self.call('POST', '/v1/allocations/explain',
+                                {'traits': ['CUSTOM_A']})
+        self.assertEqual(400, status)
+        self.assertIn('resource_class', self.error(status, doc))
+        self.assertEqual(0, self.allocation_rows())
+
+    def test_below_the_extension_version_as_before(self):
+        body = {'resource_class': 'gold'}
+        for extension in (None, 'ironic-alloc 1.0'):
+            status, doc = self.call('POST', '/v1/allocations/explain', body,
+                                    extension=extension)
+            self.assertEqual(EXPLAIN_BELOW_STATUS, status, doc)
+            self.assertIn(EXPLAIN_BELOW_MESSAGE, self.error(status, doc))
+        self.assertEqual(0, self.allocation_rows())
+
+    def test_failed_allocation_explanation_is_gated(self):
+        utils.make_available_node(self.context, name='gpu',
+                                  traits=['CUSTOM_GPU'])
+        status, failed = self.call('POST', '/v1/allocations', {
+            'resource_class': 'gold', 'name': 'fails',
+            'traits': ['!CUSTOM_GPU']})
+        self.assertEqual('error', failed['state'])
+        self.assertEqual([('forbidden_trait', 'CUSTOM_GPU', 1)], [
+            (s['step'], s['value'], s['removed'])
+            for s in failed['explanation']['steps'] if s['removed']])
+        self.assertIn('1 have the forbidden CUSTOM_GPU; 0 left.',
+                      failed['last_error'])
+        status, shown = self.call('GET', '/v1/allocations/fails',
+                                  extension=None)
+        self.assertNotIn('explanation', shown)
+        status, doc = self.call('PATCH', '/v1/allocations/fails', [
+            {'op': 'remove', 'path': '/explanation'}])
+        self.assertEqual(400, status)

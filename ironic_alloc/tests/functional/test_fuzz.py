@@ -318,6 +318,11 @@ class TestFuzz(base.DbTestCase):
         body = self._draw_body(data, op)
         headers = {'X-OpenStack-Ironic-API-Version': data.draw(
             st.sampled_from(_VERSIONS), label='version')}
+        # NOTE: ironic_alloc's extensions too (the matching language's
+        # fields and trait expressions reach the database), always for an
+        # operation that exists only with them.
+        if op.extension or data.draw(st.booleans(), label='extension'):
+            headers['OpenStack-API-Version'] = 'ironic-alloc latest'
         if body is not None:
             headers['Content-Type'] = 'application/json'
         return op, path_values, query, body, headers

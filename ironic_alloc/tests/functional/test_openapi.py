@@ -84,6 +84,8 @@ class TestOpenAPIDocument(base.TestCase):
             self.assertIn('OpenStack-API-Version', headers, op)
             item = self.doc['paths'][op.path][op.method.lower()]
             self.assertTrue(item.get('responses'), op)
+            if op.extension is not None:
+                self.assertIn(op.extension, extensions.FEATURES, op)
         self.assertEqual(len(ids), len(set(ids)), 'duplicate operationId')
 
     def test_links_name_operations_and_their_parameters(self):
@@ -165,6 +167,8 @@ class TestOpenAPIMatchesRoutes(base.DbTestCase):
             body = None
         headers = {'X-OpenStack-Ironic-API-Version': 'latest',
                    'Content-Type': 'application/json'}
+        if op.extension:
+            headers['OpenStack-API-Version'] = 'ironic-alloc latest'
         return self.api.request(op.method, op.url(values), body, headers)
 
     def test_every_operation_is_served(self):

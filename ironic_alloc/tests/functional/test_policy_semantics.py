@@ -309,3 +309,57 @@ class AllocationOwnershipTestCase(matrix.PolicyAppTestCase):
         self.assertEqual(404, self.request(
             'other_reader', 'GET', '/v1/allocations/' + uuid).status_int)
 
+
+
+class TestExplainVisibility(VisibilityTestCase):
+    """POST /v1/allocations/explain counts the nodes the caller may list,
+    and shows no other project's node."""
+
+    def explain(self, persona, body=None):
+        headers = {'X-OpenStack-Ironic-API-Version': 'latest',
+                   'OpenStack-API-Version': 'ironic-alloc 1.1',
+                   'Content-Type': 'application/json',
+                   'X-Auth-Token': persona}
+        return self.app.request(
+            '/v1/allocations/explain', method='POST', headers=headers,
+            body=json.dumps(body or {'resource_class': 'gold'}).encode(),
+            expect_errors=True)
+
+    def test_counts_over_the_visible_nodes(self):
+        uuids = {node.name: node.uuid for node in (
+            self.owned, self.leased, self.foreign, self.unowned)}
+        cases = [('system_reader', ['foreign', 'leased', 'owned',
+                                    'unowned']),
+                 ('owner_reader', ['leased', 'owned']),
+                 ('owner_member', ['leased', 'owned']),
+                 ('other_member', ['foreign', 'leased']),
+                 ('lessee_admin', [])]
+        for persona, visible in cases:
+            response = self.explain(persona)
+            self.assertEqual(200, response.status_int, response.text)
+            funnel = response.json
+            self.assertEqual(len(visible), funnel['nodes'], persona)
+            self.assertEqual(len(visible), funnel['matching_nodes'], persona)
+            self.assertEqual(sorted(uuids[n] for n in visible),
+                             funnel['examples'], persona)
+            for name, node_uuid in uuids.items():
+                if name not in visible:
+                    self.assertNotIn(node_uuid, response.text, persona)
+                    self.assertNotIn('"%s"' % name, response.text, persona)
+        self.assertEqual(0, len(objects.Allocation.list(self.context)))
+
+    def test_project_caller_sees_its_own_nodes_only_in_the_funnel(self):
+        self.foreign.maintenance = True
+        self.foreign.save()
+        funnel = self.explain('owner_member').json
+        self.assertEqual(OWNER, funnel['project'])
+        self.assertEqual(0, sum(s['removed'] for s in funnel['steps']))
+        funnel = self.explain('system_reader').json
+        self.assertEqual(1, [s['removed'] for s in funnel['steps']
+                             if s['step'] == 'maintenance'][0])
+
+    def test_naming_another_owner_needs_create_restricted(self):
+        response = self.explain('owner_member', {'resource_class': 'gold',
+                                                 'owner': OTHER})
+        self.assertEqual(403, response.status_int)
+        self.assertIn('create_restricted', _fault(response))

@@ -74,6 +74,11 @@ NODE_PATCH_PATHS = ['/extra/st', '/description', '/name', '/owner',
                     '/maintenance', '/protected', '/retired',
                     '/automated_clean']
 ALLOCATION_PATCH_PATHS = ['/name', '/extra/st', '/owner']
+# OpenStack-API-Version values of the operations of an extension: mostly
+# its version (else the operation could never answer 2xx), sometimes
+# none or an older one.
+EXTENSION_VERSIONS = ['ironic-alloc 1.1', 'ironic-alloc latest',
+                      'baremetal 1.79, ironic-alloc 1.1']
 
 # Operations given identifiers of their own dictionary, by parameter.
 OPERATION_DICTIONARIES = {
@@ -83,6 +88,9 @@ OPERATION_DICTIONARIES = {
     'deleteAllocation': {'path.allocation_ident': 'doomed_allocations'},
     'updateNode': {'body.[*].path': 'node_patch_paths'},
     'updateAllocation': {'body.[*].path': 'allocation_patch_paths'},
+    'explainAllocation': {'header.OpenStack-API-Version':
+                          'extension_versions',
+                          'body.resource_class': 'resource_classes'},
 }
 
 # How often a bound parameter takes a dictionary value rather than a
@@ -207,6 +215,8 @@ def seed(seeder, conductor_host):
         'conductors': [conductor_host],
         'node_patch_paths': NODE_PATCH_PATHS,
         'allocation_patch_paths': ALLOCATION_PATCH_PATHS,
+        'extension_versions': EXTENSION_VERSIONS,
+        'resource_classes': ['st-silver', 'st-gold'],
     }
 
 

@@ -48,6 +48,11 @@ _VERSIONED_FIELDS = {'owner': utils.allow_allocation_owner}
 
 PATCHABLE = ('name', 'extra')
 
+# How many UUIDs of matching nodes POST /v1/allocations/explain returns
+# ("examples" query parameter): by default, and at most.
+EXPLAIN_EXAMPLES = 10
+MAX_EXPLAIN_EXAMPLES = 100
+
 
 class Allocation(base.APIBase):
     """API representation of an allocation (Ironic's wire shape)."""
@@ -88,6 +93,9 @@ class Allocation(base.APIBase):
     match = wsme.wsattr(types.jsontype)
     """Hardware constraints of the matching language (extension 1.1)"""
 
+    explanation = wsme.wsattr(types.jsontype, readonly=True)
+    """Why a failed allocation found no node: its funnel (extension 1.1)"""
+
     links = wsme.wsattr([link.Link], readonly=True)
     """A list containing a self link and associated allocation links"""
 
@@ -112,6 +120,7 @@ def convert_with_links(rpc_allocation, node_uuids, fields=None):
     allocation.traits = list(rpc_allocation.traits or [])
     allocation.candidate_nodes = list(rpc_allocation.candidate_nodes or [])
     allocation.match = rpc_allocation.match
+    allocation.explanation = rpc_allocation.explanation
     allocation.node_uuid = node_uuids.get(rpc_allocation.node_id)
     allocation.links = link.make_links('allocations', allocation.uuid)
     for name, gate in _VERSIONED_FIELDS.items():
@@ -380,6 +389,52 @@ def _check_not_pinned(values):
             % pin)
 
 
+def _values_of(allocation):
+    """The validated values of a new allocation's body (a create or an
+    explanation): every check that needs no node, in the order of
+    Ironic's.
+
+    :returns: (the body as a dict, the values of the new row).
+    :raises: Invalid and its kind (400), NotAcceptable (406),
+        NotAuthorized (403).
+    """
+    given = allocation.as_dict()
+    extensions.check_fields(
+        'allocation', [f for f, v in given.items() if v is not None])
+    if given.get('owner') is not None and \
+            not utils.allow_allocation_owner():
+        raise exception.NotAcceptable(
+            'The "owner" field requires API version 1.60 or newer.')
+    if given.get('node') is not None and \
+            not utils.allow_allocation_backfill():
+        raise exception.NotAcceptable(
+            'The "node" field requires API version 1.58 or newer.')
+    utils.check_list_length('traits', given.get('traits'),
+                            api.request.cfg.api.max_traits)
+    utils.check_list_length('candidate_nodes',
+                            given.get('candidate_nodes'),
+                            api.request.cfg.api.max_candidate_nodes)
+    values = {
+        'uuid': given.get('uuid'),
+        'name': given.get('name'),
+        'resource_class': given.get('resource_class'),
+        'traits': _checked_traits(given.get('traits')),
+        'extra': given.get('extra') or {},
+        'owner': given.get('owner'),
+    }
+    if given.get('match') is not None:
+        values['match'] = matching.check_match(given['match'])
+    _check_not_pinned(values)
+    values['owner'] = _owner_for_caller(values['owner'])
+    if values['name'] is not None:
+        _check_name(values['name'])
+    utils.check_stored_sizes({'extra': values['extra']})
+    # NOTE: nodes hidden from a project caller are "not found" (400).
+    values['candidate_nodes'] = _candidate_uuids(
+        given.get('candidate_nodes') or [])
+    return given, values
+
+
 class AllocationPatchType(types.JsonPatchType):
     """One operation of an allocation PATCH."""
 
@@ -427,6 +482,11 @@ class AllocationsController(rest.RestController):
     @pecan.expose()
     def _route(self, args, request=None):
         _gate(pecan.request.method)
+        # NOTE: /v1/allocations/explain exists only for a request with the
+        # extension version; below it the path is routed as it always was.
+        if (list(args) == ['explain'] and pecan.request.method == 'POST'
+                and extensions.allow_extension('matching')):
+            return _EXPLAIN._route([], request)
         return (routing.plain_action(self, args, pecan.request)
                 or super()._route(args, request))
 
@@ -453,41 +513,7 @@ class AllocationsController(rest.RestController):
         """Create an allocation (or backfill one for a deployed node)."""
         context = api.request.context
         access.authorize('baremetal:allocation:create')
-        given = allocation.as_dict()
-        extensions.check_fields(
-            'allocation', [f for f, v in given.items() if v is not None])
-        if given.get('owner') is not None and \
-                not utils.allow_allocation_owner():
-            raise exception.NotAcceptable(
-                'The "owner" field requires API version 1.60 or newer.')
-        if given.get('node') is not None and \
-                not utils.allow_allocation_backfill():
-            raise exception.NotAcceptable(
-                'The "node" field requires API version 1.58 or newer.')
-        utils.check_list_length('traits', given.get('traits'),
-                                api.request.cfg.api.max_traits)
-        utils.check_list_length('candidate_nodes',
-                                given.get('candidate_nodes'),
-                                api.request.cfg.api.max_candidate_nodes)
-        values = {
-            'uuid': given.get('uuid'),
-            'name': given.get('name'),
-            'resource_class': given.get('resource_class'),
-            'traits': _checked_traits(given.get('traits')),
-            'extra': given.get('extra') or {},
-            'owner': given.get('owner'),
-        }
-        if given.get('match') is not None:
-            values['match'] = matching.check_match(given['match'])
-        _check_not_pinned(values)
-        values['owner'] = _owner_for_caller(values['owner'])
-        if values['name'] is not None:
-            _check_name(values['name'])
-        utils.check_stored_sizes({'extra': values['extra']})
-        # NOTE: nodes hidden from a project caller are "not found" (400).
-        values['candidate_nodes'] = _candidate_uuids(
-            given.get('candidate_nodes') or [])
-
+        given, values = _values_of(allocation)
         if given.get('node') is not None:
             if values.get('match'):
                 raise exception.Invalid(
@@ -590,6 +616,47 @@ def _destroy(rpc_allocation):
                                                         recent=True)
     api.request.rpcapi.destroy_allocation(context, rpc_allocation.id,
                                           conductor.hostname)
+
+
+class AllocationExplainController(rest.RestController):
+    """POST /v1/allocations/explain (extension "matching"): the funnel
+    of a new allocation's body, writing nothing."""
+
+    @expose.expose(types.jsontype, int, body=Allocation)
+    def post(self, examples=None, allocation=None):
+        """How many nodes match, some of their UUIDs, and how many each
+        constraint removes, over the nodes the caller may see."""
+        context = api.request.context
+        access.authorize('baremetal:allocation:explain')
+        if examples is None:
+            examples = EXPLAIN_EXAMPLES
+        if not 0 <= examples <= MAX_EXPLAIN_EXAMPLES:
+            raise exception.Invalid(
+                'Invalid examples %s: from 0 to %d.'
+                % (examples, MAX_EXPLAIN_EXAMPLES))
+        if allocation is None:
+            raise exception.Invalid('An allocation body is required.')
+        given, values = _values_of(allocation)
+        if given.get('node') is not None:
+            raise exception.Invalid(
+                'An explanation describes the search for a node; it cannot '
+                'be asked for a backfill (node).')
+        if not values['resource_class']:
+            raise exception.Invalid('The resource_class field is mandatory '
+                                    'when not backfilling')
+        # NOTE: a project caller counts the nodes GET /v1/nodes shows it.
+        project = access.list_project('node')
+        criteria = matching.criteria(
+            values['resource_class'], values['traits'],
+            values['candidate_nodes'], values['owner'], values.get('match'))
+        funnel = objects.Allocation.explain(context, criteria, examples,
+                                            project)
+        funnel['project'] = project
+        funnel['summary'] = matching.funnel_line(funnel)
+        return funnel
+
+
+_EXPLAIN = AllocationExplainController()
 
 
 class NodeAllocationController(rest.RestController):

@@ -66,7 +66,7 @@ FEATURES = {
 # of their feature.
 FIELDS = {
     'node': {},
-    'allocation': {'match': 'matching'},
+    'allocation': {'match': 'matching', 'explanation': 'matching'},
 }
 
 # Top-level /v1 name -> (feature, controller instance).  The name must

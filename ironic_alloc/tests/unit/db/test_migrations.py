@@ -279,6 +279,9 @@ class MigrationCheckersMixin:
             conn.execute(sa.text('DELETE FROM node_capabilities'))
             conn.execute(sa.text('DELETE FROM nodes'))
 
+    def _check_b2e7c4d9a610(self, engine, data):
+        self.assertIn('explanation', self._columns(engine, 'allocations'))
+
     def _insert(self, engine, table, values):
         with engine.begin() as conn:
             conn.execute(table.insert().values(**values))

@@ -2,8 +2,12 @@
 
 import argparse
 import re
+import shutil
 import sys
+import tempfile
 
+from tools.bench import bulk
+from tools.bench import explain as explain_mod
 from tools.bench import floor as floor_mod
 from tools.bench import phases
 from tools.bench import placement as placement_mod
@@ -257,7 +261,96 @@ def build_parser():
                             '(default 60)')
     floor.add_argument('--json', metavar='PATH',
                        help='also write the results as JSON to PATH')
+    explain = commands.add_parser(
+        'explain', help='latency of POST /v1/allocations/explain',
+        description='Bulk-load a fleet that every step of the funnel '
+                    'removes nodes from, then ask concurrently for the '
+                    'explanations of a plain request, a rich one and one '
+                    'using every operator (extension 1.1); report the '
+                    'latency percentiles and check every answer.  Starts '
+                    'a standalone ironic-alloc on --db-url unless '
+                    '--endpoint is given.')
+    explain.add_argument('--endpoint',
+                         help='API root URL of a running ironic_alloc '
+                              '(its database is --db-url); default: start '
+                              'a standalone service')
+    explain.add_argument('--token', help='X-Auth-Token to send')
+    explain.add_argument('--db-url',
+                         help='SQLAlchemy URL of the service database (the '
+                              'fleet is bulk-loaded into it); required with '
+                              '--endpoint; default for a standalone '
+                              'service: SQLite in its directory')
+    explain.add_argument('--wipe-db', action='store_true',
+                         help='confirm that --db-url may be emptied first '
+                              '(a standalone service on a server database)')
+    explain.add_argument('--nodes', type=_positive_int, default=100000,
+                         help='fleet size (default 100000)')
+    explain.add_argument('--requests', type=_positive_int, default=1000,
+                         help='measured explanations (default 1000)')
+    explain.add_argument('--warmup', type=int, default=20,
+                         help='explanations before measuring (default 20)')
+    explain.add_argument('--examples', type=int, default=10,
+                         help='?examples= of every request (default 10)')
+    explain.add_argument('--concurrency', type=_positive_int, default=10,
+                         help='client threads (default 10)')
+    explain.add_argument('--resource-class', default='bench-explain',
+                         help='resource class of the fleet (default '
+                              'bench-explain)')
+    explain.add_argument('--service-option', type=_service_option,
+                         action='append', default=[],
+                         metavar='SECTION.KEY=VALUE',
+                         help='an extra option of the standalone service')
+    explain.add_argument('--request-timeout', type=_positive_float,
+                         default=30.0,
+                         help='socket timeout of one request (default 30)')
+    explain.add_argument('--keep', action='store_true',
+                         help='keep the fleet afterwards')
+    explain.add_argument('--json', metavar='PATH',
+                         help='also write the results as JSON to PATH')
+    explain.add_argument('--no-progress', dest='progress',
+                         action='store_false',
+                         help='no progress lines on stderr')
     return parser
+
+
+def _explain(args, parser):
+    if args.endpoint and not args.db_url:
+        parser.error('--endpoint needs --db-url (the service database)')
+    if not args.endpoint and args.db_url and not args.wipe_db:
+        parser.error('a standalone service on --db-url empties it first: '
+                     'add --wipe-db to confirm it is a benchmark database')
+    settings = phases.Settings(
+        endpoint=args.endpoint or 'http://127.0.0.1:0',
+        concurrency=args.concurrency, resource_class=args.resource_class,
+        token=args.token, request_timeout=args.request_timeout,
+        show_progress=args.progress)
+    options = explain_mod.Options(
+        nodes=args.nodes, requests=args.requests, examples=args.examples,
+        warmup=args.warmup, db_url=args.db_url, keep=args.keep)
+    if args.endpoint:
+        result = explain_mod.run(settings, options)
+    else:
+        workdir = tempfile.mkdtemp(prefix='bench-explain-')
+        service = service_mod.StandaloneService(
+            workdir, db_url=args.db_url,
+            options=tuple(args.service_option))
+        try:
+            if args.db_url:
+                bulk.wipe(args.db_url)
+            service.start()
+            settings.endpoint = service.endpoint
+            options.db_url = service.db_url
+            result = explain_mod.run(settings, options)
+        finally:
+            service.stop()
+            shutil.rmtree(workdir, ignore_errors=True)
+    result['machine'] = report.machine_info()
+    print(report.format_explain(result))
+    if args.json:
+        report.write_json(args.json, result)
+    if result['interrupted']:
+        return EXIT_INTERRUPTED
+    return EXIT_FAILED if result['problems'] else EXIT_OK
 
 
 def _settings(args, endpoint=None, token=None):
@@ -359,6 +452,8 @@ def main(argv=None):
             return _run(args, parser)
         if args.command == 'floor':
             return _floor(args)
+        if args.command == 'explain':
+            return _explain(args, parser)
         return _sweep(args, parser)
     except KeyboardInterrupt:
         print('\nAborted.', file=sys.stderr)

@@ -118,10 +118,11 @@ class ApiClient:
     :param token: an optional Keystone token sent as X-Auth-Token.
     :param timeout: socket timeout of one request, in seconds.
     :param api_version: the microversion sent with every request.
+    :param extra_headers: more headers sent with every request.
     """
 
     def __init__(self, endpoint, token=None, timeout=30.0,
-                 api_version=API_VERSION):
+                 api_version=API_VERSION, extra_headers=None):
         parsed = urllib.parse.urlsplit(endpoint)
         if parsed.scheme not in ('http', 'https') or not parsed.hostname:
             raise ValueError('endpoint must be an http(s) URL, not %r'
@@ -135,6 +136,7 @@ class ApiClient:
                          'Accept': 'application/json'}
         if token:
             self._headers['X-Auth-Token'] = token
+        self._headers.update(extra_headers or {})
         self._conn = None
         self._used = False
 

@@ -455,6 +455,43 @@ def format_floor(document):
     return '\n'.join(lines)
 
 
+def format_explain(result):
+    """The text of an explain run (see explain.run)."""
+    header = ['request', 'count', 'p50 ms', 'p90 ms', 'p99 ms', 'max ms']
+
+    def row(name, summary):
+        return [name, summary['count']] + [
+            _num(_scaled(summary[key]), '%.1f')
+            for key in ('p50', 'p90', 'p99', 'max')]
+
+    rows = [row(name, summary)
+            for name, summary in sorted(result['by_request'].items())]
+    rows.append(row('all', result['latency']))
+    lines = ['POST /v1/allocations/explain: %d nodes, %d clients, %d '
+             'requests in %.1f s (%s per second)' % (
+                 result['nodes'], result['concurrency'], result['requests'],
+                 result['seconds'],
+                 _num(result['per_second'], '%.1f'))]
+    lines += _table(header, rows)
+    p99 = result['latency']['p99']
+    target = result['target_p99']
+    lines.append('p99 %s ms: target <= %.0f ms %s' % (
+        _num(_scaled(p99), '%.1f'), target * 1000,
+        'met' if p99 is not None and p99 <= target else 'NOT met'))
+    for name, funnels in sorted(result['funnels'].items()):
+        for nodes, matching, steps in funnels:
+            lines.append('%s: %s of %s nodes match; removed: %s' % (
+                name, matching, nodes, ', '.join(
+                    '%s %s' % (step, removed) for step, removed in steps
+                    if removed)))
+    if result['problems']:
+        lines.append('PROBLEMS (%d):' % len(result['problems']))
+        lines += ['  ' + p for p in result['problems'][:20]]
+    else:
+        lines.append('every answer consistent; no allocation written')
+    return '\n'.join(lines)
+
+
 def _scaled(seconds):
     return None if seconds is None else seconds * 1000
 

@@ -5,7 +5,8 @@ The body of any 4xx/5xx response becomes::
     {"error_message": "<JSON text of {faultstring, faultcode, debuginfo}>"}
 
 whatever produced it: a WSME fault (already that JSON), a Pecan/WebOb
-HTTP error (JSON or text), or an error hook.  ``faultcode`` is "Client"
+HTTP error (JSON or text; its detail, when it has one, is the message),
+or an error hook.  ``faultcode`` is "Client"
 for 4xx and "Server" for 5xx.
 """
 
@@ -28,8 +29,11 @@ def _faultstring_from_text(text, status):
     # NOTE: keystonemiddleware's errors nest theirs in "error".
     if isinstance(doc, dict) and isinstance(doc.get('error'), dict):
         doc = doc['error']
+    # NOTE: Pecan's own JSON for an HTTP error raised while routing has
+    # the detail in "description" (None when there is none).
     if isinstance(doc, dict):
-        text = doc.get('message') or doc.get('title') or ''
+        text = (doc.get('message') or doc.get('description')
+                or doc.get('title') or '')
     text = _TAGS.sub(' ', text)
     # NOTE: WebOb's plain-text errors begin with the status line.
     if text.strip().startswith(status):

@@ -21,12 +21,12 @@ from ironic_alloc.tests.functional import openapi
 
 EXTENSION = 'ironic-alloc 1.1'
 
-# What POST /v1/allocations/explain answered before the extension existed,
-# and still answers below 1.1: Pecan routes it to the creation of an
-# allocation with "explain" as its body argument, which WSME refuses.
-EXPLAIN_BELOW_STATUS = 400
-EXPLAIN_BELOW_MESSAGE = ("Invalid input for field/attribute allocation. "
-                         "Value: 'explain'.")
+# What POST /v1/allocations/explain answers below 1.1: the path is then an
+# allocation's, where POST is not allowed, as for any other segment.
+EXPLAIN_BELOW_STATUS = 405
+EXPLAIN_BELOW_MESSAGE = ("Method POST is not allowed for "
+                         "/v1/allocations/explain, which allows DELETE, GET, "
+                         "PATCH; POST /v1/allocations creates a new one.")
 
 
 class _ServedTestCase(base.DbTestCase):
@@ -242,13 +242,13 @@ class TestExplainOverHTTP(_ServedTestCase):
         self.assertIn('resource_class', self.error(status, doc))
         self.assertEqual(0, self.allocation_rows())
 
-    def test_below_the_extension_version_as_before(self):
+    def test_below_the_extension_version_not_allowed(self):
         body = {'resource_class': 'gold'}
         for extension in (None, 'ironic-alloc 1.0'):
             status, doc = self.call('POST', '/v1/allocations/explain', body,
                                     extension=extension)
             self.assertEqual(EXPLAIN_BELOW_STATUS, status, doc)
-            self.assertIn(EXPLAIN_BELOW_MESSAGE, self.error(status, doc))
+            self.assertEqual(EXPLAIN_BELOW_MESSAGE, self.error(status, doc))
         self.assertEqual(0, self.allocation_rows())
 
     def test_failed_allocation_explanation_is_gated(self):
@@ -269,3 +269,73 @@ class TestExplainOverHTTP(_ServedTestCase):
         status, doc = self.call('PATCH', '/v1/allocations/fails', [
             {'op': 'remove', 'path': '/explanation'}])
         self.assertEqual(400, status)
+
+
+class TestPostToAnItem(_ServedTestCase):
+    """POST to ``<collection>/<segment>``: 405 in Ironic's error format
+    with the methods the item allows, at every version, whatever the
+    segment; never WSME's conversion error of the segment as a body."""
+
+    def post(self, url, version, extension):
+        headers = {'X-OpenStack-Ironic-API-Version': version,
+                   'Content-Type': 'application/json',
+                   'Accept': 'application/json'}
+        if extension:
+            headers['OpenStack-API-Version'] = extension
+        status, headers, data = self.api.request(
+            'POST', url, json.dumps({'resource_class': 'gold'}), headers)
+        return status, headers.get('Allow'), json.loads(data)
+
+    def test_allocation_and_node_items(self):
+        node = utils.make_available_node(self.context, name='some-node')
+        status, allocation = self.call('POST', '/v1/allocations',
+                                       {'resource_class': 'gold',
+                                        'name': 'some-allocation'})
+        self.assertEqual(201, status, allocation)
+        rows = self.allocation_rows()
+        cases = [
+            ('/v1/allocations/explain', [('1.52', None),
+                                         ('latest', 'ironic-alloc 1.0')]),
+            ('/v1/allocations/some-allocation', [('1.52', None),
+                                                 ('latest', EXTENSION)]),
+            ('/v1/allocations/' + allocation['uuid'], [('latest', None)]),
+            ('/v1/allocations/new', [('latest', EXTENSION)]),
+            ('/v1/allocations/get_one', [('1.60', None)]),
+            ('/v1/nodes/some-node', [('1.1', None), ('latest', EXTENSION)]),
+            ('/v1/nodes/' + node.uuid, [('latest', None)]),
+            ('/v1/nodes/anything', [('latest', None)]),
+        ]
+        for url, versions in cases:
+            collection = url.rsplit('/', 1)[0]
+            for version, extension in versions:
+                status, allow, doc = self.post(url, version, extension)
+                self.assertEqual(405, status, (url, version, doc))
+                self.assertEqual('DELETE, GET, PATCH', allow, url)
+                self.assertEqual(
+                    'Method POST is not allowed for %s, which allows '
+                    'DELETE, GET, PATCH; POST %s creates a new one.'
+                    % (url, collection), self.error(status, doc))
+        self.assertEqual(rows, self.allocation_rows())
+
+    def test_a_get_only_action(self):
+        status, allow, doc = self.post('/v1/nodes/detail', 'latest', None)
+        self.assertEqual(405, status, doc)
+        self.assertEqual('GET', allow)
+        self.assertEqual('Method POST is not allowed for /v1/nodes/detail, '
+                         'which allows GET; POST /v1/nodes creates a new '
+                         'one.', self.error(status, doc))
+
+    def test_collections_and_sub_resources_unchanged(self):
+        utils.make_available_node(self.context, name='some-node')
+        # NOTE: the explain endpoint with its version and the node's own
+        # sub-resources still route; a POST to the collection creates.
+        status, _allow, doc = self.post('/v1/allocations/explain',
+                                        'latest', EXTENSION)
+        self.assertEqual(200, status, doc)
+        self.assertEqual(1, doc['matching_nodes'])
+        status, allow, doc = self.post('/v1/nodes/some-node/allocation',
+                                       'latest', None)
+        self.assertEqual(405, status, doc)
+        self.assertEqual('DELETE, GET', allow)
+        status, _allow, doc = self.post('/v1/allocations', 'latest', None)
+        self.assertEqual(201, status, doc)

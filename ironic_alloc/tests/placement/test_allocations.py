@@ -10,6 +10,7 @@ import types
 from oslo_utils import uuidutils
 
 from ironic_alloc.common import exception
+from ironic_alloc.common import matching
 from ironic_alloc.common import placement
 from ironic_alloc.common import states
 from ironic_alloc.conductor import allocations
@@ -718,11 +719,21 @@ class TestSameMatcher(PlacementAllocationTestCase):
         'leased': {'lessee': 'p1'},
         'silver': {'resource_class': 'silver', 'traits': ['CUSTOM_A']},
         'maintenance': {'maintenance': True, 'traits': ['CUSTOM_A']},
+        # For the matching language (extension 1.1): properties as
+        # clients write them, numbers or strings of digits.
+        'c': {'traits': ['CUSTOM_C'],
+              'properties': {'memory_mb': 8192, 'cpu_arch': 'x86_64',
+                             'capabilities': 'boot_mode:uefi'}},
+        'bc': {'traits': ['CUSTOM_B', 'CUSTOM_C'],
+               'properties': {'memory_mb': '2048', 'cpu_arch': 'aarch64',
+                              'capabilities': 'boot_mode:uefi'}},
+        'big': {'properties': {'memory_mb': 4096, 'cpu_arch': 'x86_64',
+                               'capabilities': {'boot_mode': 'bios'}}},
     }
     # (allocation fields, candidate_nodes given by fleet name; the names
     # of the nodes it may get)
     CASES = [
-        ({}, {'plain', 'a', 'ab', 'owned', 'leased'}),
+        ({}, {'plain', 'a', 'ab', 'owned', 'leased', 'c', 'bc', 'big'}),
         ({'traits': ['CUSTOM_A']}, {'a', 'ab', 'owned'}),
         ({'traits': ['CUSTOM_B', 'CUSTOM_A']}, {'ab'}),
         ({'owner': 'p1'}, {'owned', 'leased'}),
@@ -731,6 +742,33 @@ class TestSameMatcher(PlacementAllocationTestCase):
          {'plain', 'ab'}),
         ({'resource_class': 'silver'}, {'silver'}),
         ({'resource_class': 'silver', 'traits': ['CUSTOM_B']}, set()),
+        # The matching language: forbidden and any-of traits, alone and
+        # with required traits, owner and candidate nodes.
+        ({'traits': ['!CUSTOM_B']},
+         {'plain', 'a', 'owned', 'leased', 'c', 'big'}),
+        ({'traits': ['in:CUSTOM_B,CUSTOM_C']}, {'ab', 'c', 'bc'}),
+        ({'traits': ['CUSTOM_A', '!CUSTOM_B']}, {'a', 'owned'}),
+        ({'traits': ['CUSTOM_C', 'in:CUSTOM_A,CUSTOM_B']}, {'bc'}),
+        ({'traits': ['!CUSTOM_A', 'in:CUSTOM_B,CUSTOM_C']}, {'c', 'bc'}),
+        ({'traits': ['in:CUSTOM_A', 'in:CUSTOM_B,CUSTOM_C']}, {'ab'}),
+        ({'owner': 'p1', 'traits': ['!CUSTOM_A']}, {'leased'}),
+        ({'candidate_nodes': ['a', 'ab', 'c', 'maintenance'],
+          'traits': ['!CUSTOM_B']}, {'a', 'c'}),
+        ({'resource_class': 'silver', 'traits': ['in:CUSTOM_A,CUSTOM_B']},
+         {'silver'}),
+        # ... and the match object: minimums, CPU architecture and
+        # capabilities, with trait expressions.
+        ({'match': {'memory_mb': 4096}}, {'c', 'big'}),
+        ({'match': {'memory_mb': 2048}}, {'c', 'bc', 'big'}),
+        ({'match': {'memory_mb': 8193}}, set()),
+        ({'match': {'cpu_arch': 'x86_64'}}, {'c', 'big'}),
+        ({'match': {'capabilities': {'boot_mode': 'uefi'}}}, {'c', 'bc'}),
+        ({'traits': ['!CUSTOM_C'], 'match': {'memory_mb': 1}}, {'big'}),
+        ({'traits': ['in:CUSTOM_B,CUSTOM_C'],
+          'match': {'memory_mb': 2048, 'cpu_arch': 'aarch64'}}, {'bc'}),
+        ({'traits': ['CUSTOM_C'],
+          'match': {'cpu_arch': 'x86_64',
+                    'capabilities': {'boot_mode': 'uefi'}}}, {'c'}),
     ]
 
     def test_every_criterion_reaches_the_matcher(self):
@@ -740,6 +778,9 @@ class TestSameMatcher(PlacementAllocationTestCase):
         self.sync()
         for fields, expected in self.CASES:
             fields = dict(fields)
+            if 'match' in fields:
+                # NOTE: stored as the API stores it, once checked.
+                fields['match'] = matching.check_match(fields['match'])
             if 'candidate_nodes' in fields:
                 fields['candidate_nodes'] = [
                     nodes[name].uuid for name in fields['candidate_nodes']]

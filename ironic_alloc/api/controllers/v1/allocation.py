@@ -483,10 +483,12 @@ class AllocationsController(rest.RestController):
     def _route(self, args, request=None):
         _gate(pecan.request.method)
         # NOTE: /v1/allocations/explain exists only for a request with the
-        # extension version; below it the path is routed as it always was.
+        # extension version; below it the path is an allocation's, where
+        # POST is not allowed (405, as for any other segment).
         if (list(args) == ['explain'] and pecan.request.method == 'POST'
                 and extensions.allow_extension('matching')):
             return _EXPLAIN._route([], request)
+        routing.refuse_post_to_item(self, args, pecan.request)
         return (routing.plain_action(self, args, pecan.request)
                 or super()._route(args, request))
 

@@ -18,6 +18,7 @@ from wsme import types as wtypes
 from ironic_alloc import api
 from ironic_alloc.api.controllers import base
 from ironic_alloc.api.controllers import link
+from ironic_alloc.api.controllers import routing
 from ironic_alloc.api.controllers.v1 import access
 from ironic_alloc.api.controllers.v1 import allocation
 from ironic_alloc.api.controllers.v1 import collection
@@ -423,6 +424,11 @@ class NodesController(rest.RestController):
         'detail': ['GET'],
         'validate': ['GET'],
     }
+
+    @pecan.expose()
+    def _route(self, args, request=None):
+        routing.refuse_post_to_item(self, args, pecan.request)
+        return super()._route(args, request)
 
     @pecan.expose()
     def _lookup(self, ident, *remainder):

@@ -39,6 +39,16 @@ class TestMakeFaultBody(base.TestCase):
                          fault['faultstring'])
         self.assertIsNone(fault['debuginfo'])
 
+    def test_pecan_json_detail(self):
+        text = json.dumps({'code': 405, 'title': 'Method Not Allowed',
+                           'description': 'POST is not allowed here.'})
+        self.assertEqual('POST is not allowed here.',
+                         _fault('405 Method Not Allowed', text)['faultstring'])
+        text = json.dumps({'code': 404, 'title': 'Not Found',
+                           'description': None})
+        self.assertEqual('Not Found',
+                         _fault('404 Not Found', text)['faultstring'])
+
     def test_html(self):
         text = ('<html><body><h1>405 Method Not Allowed</h1>'
                 'The method is not allowed.</body></html>')

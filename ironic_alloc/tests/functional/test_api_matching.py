@@ -8,7 +8,10 @@ POST /v1/allocations/explain answers the funnel, with the same 400s, and
 writes nothing.
 """
 
+import http.client
 import json
+import threading
+import time
 
 import sqlalchemy as sa
 
@@ -31,11 +34,15 @@ EXPLAIN_BELOW_MESSAGE = ("Method POST is not allowed for "
 
 class _ServedTestCase(base.DbTestCase):
 
+    # More [api] options of the served API.
+    API_OPTIONS = {}
+
     def setUp(self):
         super().setUp()
         self.config(transport_url='fake://', auth_strategy='noauth')
         self.config(host_ip='127.0.0.1', port=0, group='api')
         self.config(allocation_create_wait=30, group='api')
+        self.config(group='api', **self.API_OPTIONS)
         self.api = self.useFixture(openapi.ServedAPI())
 
     def call(self, method, url, doc=None, extension=EXTENSION):
@@ -339,3 +346,101 @@ class TestPostToAnItem(_ServedTestCase):
         self.assertEqual('DELETE, GET', allow)
         status, _allow, doc = self.post('/v1/allocations', 'latest', None)
         self.assertEqual(201, status, doc)
+
+
+class TestExplainGivesItsSlotBack(_ServedTestCase):
+    """While the funnel's query runs, the request holds none of the API's
+    [api]max_concurrent_requests slots: the database works, not the
+    interpreter, and other requests must not wait for it."""
+
+    API_OPTIONS = {'max_concurrent_requests': 1}
+
+    # The statement that makes a reader of nodes wait, and how to see
+    # that a session waits for it.
+    LOCKS = {
+        'postgresql': (
+            'LOCK TABLE nodes IN ACCESS EXCLUSIVE MODE',
+            # NOTE: the activity's text is cut short, before the tables
+            # of the funnel's long statement: any session of this
+            # database waiting for a lock is the explanation.
+            "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = "
+            "'Lock' AND datname = current_database()"),
+        'mysql': (
+            'LOCK TABLES nodes WRITE, node_traits WRITE',
+            "SELECT count(*) FROM information_schema.processlist WHERE "
+            "state LIKE 'Waiting for table%' AND info LIKE '%node_traits%'"),
+    }
+
+    def wait_for(self, conn, query):
+        deadline = time.monotonic() + 60
+        while True:
+            found = conn.execute(sa.text(query)).scalar()
+            # NOTE: PostgreSQL keeps one snapshot of its statistics views
+            # per transaction.
+            conn.rollback()
+            if found:
+                return
+            self.assertLess(time.monotonic(), deadline,
+                            'the explanation never waited for the lock')
+            time.sleep(0.05)
+
+    def test_other_requests_run_while_the_funnel_waits(self):
+        engine = sqla_api.get_engine()
+        if engine.dialect.name not in self.LOCKS:
+            self.skipTest('an SQLite reader never waits for a writer (WAL); '
+                          'this test runs on PostgreSQL and MariaDB')
+        lock, waiting = self.LOCKS[engine.dialect.name]
+        utils.make_available_node(self.context, traits=['CUSTOM_A'])
+        answers = {}
+
+        def ask(name, method, url, doc=None):
+            # NOTE: a connection of its own: the fixture's is not shared
+            # between threads.
+            conn = http.client.HTTPConnection(
+                self.api.server.host, self.api.server.port, timeout=120)
+            try:
+                conn.request(method, url, body=doc and json.dumps(doc),
+                             headers={
+                                 'X-OpenStack-Ironic-API-Version': 'latest',
+                                 'OpenStack-API-Version': EXTENSION,
+                                 'Content-Type': 'application/json'})
+                resp = conn.getresponse()
+                answers[name] = resp.status, json.loads(resp.read())
+            finally:
+                conn.close()
+
+        def explain():
+            ask('explain', 'POST', '/v1/allocations/explain',
+                {'resource_class': 'gold', 'traits': ['CUSTOM_A']})
+
+        def root():
+            ask('root', 'GET', '/v1')
+
+        holder = engine.connect()
+        watcher = engine.connect()
+        self.addCleanup(holder.close)
+        self.addCleanup(watcher.close)
+        holder.begin()
+        holder.execute(sa.text(lock))
+        explaining = threading.Thread(target=explain)
+        asking = threading.Thread(target=root)
+        explaining.start()
+        try:
+            self.wait_for(watcher, waiting)
+            # The only slot would be the explanation's if it kept it.
+            asking.start()
+            asking.join(60)
+            served_meanwhile = 'root' in answers
+        finally:
+            if engine.dialect.name == 'mysql':
+                holder.execute(sa.text('UNLOCK TABLES'))
+            holder.rollback()
+            explaining.join(60)
+            if asking.is_alive():
+                asking.join(60)
+        self.assertTrue(served_meanwhile,
+                        'GET /v1 waited for the explanation\'s query')
+        self.assertEqual(200, answers['root'][0])
+        status, funnel = answers['explain']
+        self.assertEqual(200, status)
+        self.assertEqual(1, funnel['matching_nodes'])

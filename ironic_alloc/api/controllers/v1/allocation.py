@@ -34,6 +34,7 @@ from ironic_alloc.api import expose
 from ironic_alloc.common import exception
 from ironic_alloc.common import matching
 from ironic_alloc.common import release_mappings
+from ironic_alloc.common import request_slots
 from ironic_alloc.common import states
 from ironic_alloc import objects
 
@@ -651,8 +652,12 @@ class AllocationExplainController(rest.RestController):
         criteria = matching.criteria(
             values['resource_class'], values['traits'],
             values['candidate_nodes'], values['owner'], values.get('match'))
-        funnel = objects.Allocation.explain(context, criteria, examples,
-                                            project)
+        # NOTE: the funnel reads every node of the class: the database
+        # works, not this interpreter, so another request may run
+        # meanwhile (as while a request waits for a conductor).
+        with request_slots.released():
+            funnel = objects.Allocation.explain(context, criteria, examples,
+                                                project)
         funnel['project'] = project
         funnel['summary'] = matching.funnel_line(funnel)
         return funnel

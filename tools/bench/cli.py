@@ -30,6 +30,13 @@ def _positive_int(text):
     return value
 
 
+def _non_negative_int(text):
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError('must be 0 or more')
+    return value
+
+
 def _positive_float(text):
     value = float(text)
     if value <= 0:
@@ -168,6 +175,9 @@ def build_parser():
     run.add_argument('--pairs', type=_positive_int, default=2,
                      help='with --compare-rich: pairs of rounds, plain '
                           'then rich, then rich then plain... (default 2)')
+    run.add_argument('--warmup', type=_non_negative_int, default=100,
+                     help='with --compare-rich: unmeasured allocations of '
+                          'each request before the rounds (default 100)')
     run.add_argument('--service-pid', type=_positive_int,
                      help='pid of the service process, for --profile and '
                           'memory figures (our service only)')
@@ -383,10 +393,12 @@ def _check_compare_rich(args, parser):
         parser.error('--compare-rich sets the traits of both requests: '
                      'leave out --traits')
     matching = rich_mod.matching_nodes(args.nodes)
-    if args.allocations > matching:
-        parser.error('--compare-rich: --allocations %d exceeds the %d of '
-                     '%d nodes that match the rich request' % (
-                         args.allocations, matching, args.nodes))
+    for option, count in (('--allocations', args.allocations),
+                          ('--warmup', args.warmup)):
+        if count > matching:
+            parser.error('--compare-rich: %s %d exceeds the %d of %d nodes '
+                         'that match the rich request' % (
+                             option, count, matching, args.nodes))
 
 
 def _run(args, parser):
@@ -394,8 +406,8 @@ def _run(args, parser):
         parser.error('--enroll bulk needs --db-url (the service database)')
     if args.compare_rich:
         _check_compare_rich(args, parser)
-    elif args.pairs != 2:
-        parser.error('--pairs needs --compare-rich')
+    elif args.pairs != 2 or args.warmup != 100:
+        parser.error('--pairs and --warmup need --compare-rich')
     if args.allocations > args.nodes and not args.no_enroll:
         print('Note: more allocations (%d) than nodes (%d): expect '
               '"no candidate" errors' % (args.allocations, args.nodes),
@@ -429,7 +441,8 @@ def _compare_rich(args, settings, options):
         print('Error: the rich request needs ironic_alloc\'s extension '
               '%s: %s' % (rich_mod.EXTENSION, problem), file=sys.stderr)
         return EXIT_FAILED
-    document = rich_mod.compare(settings, options, args.pairs)
+    document = rich_mod.compare(settings, options, args.pairs,
+                               args.warmup)
     print(report.format_comparison(document))
     if args.json:
         report.write_json(args.json, document)

@@ -361,7 +361,9 @@ def format_run(result):
 def comparison_passed(document):
     """Every round of both kinds passed (the ratio is a measurement, not
     a pass condition)."""
+    warmup_failures = (document.get('warmup') or {}).get('failures') or {}
     return (not document['interrupted']
+            and not sum(warmup_failures.values())
             and all(document['summary'][kind]['rounds']
                     and document['summary'][kind]['passed']
                     for kind in ('plain', 'rich')))
@@ -381,6 +383,12 @@ def format_comparison(document):
     lines.append('Plain and rich requests on one fleet (%s; %d match the '
                  'rich request)' % (fleet_text, document['matching_nodes']))
     request = document['rich_request']
+    warmup = document.get('warmup') or {}
+    if warmup.get('allocations'):
+        lines.append('  warm-up, not measured: %d allocations of each '
+                     'request (%s failed)' % (
+                         warmup['allocations'],
+                         sum((warmup.get('failures') or {}).values())))
     lines.append('  rich: traits %s, match %s, extension ironic-alloc %s' % (
         ','.join(request['traits']),
         ', '.join('%s >= %s' % item for item in

@@ -11,7 +11,9 @@ allocations/s of each kind and their ratio.
 
 The rounds go in pairs, plain then rich, then rich then plain, and so on,
 so that a machine slowing down or speeding up during the run weighs on
-both kinds alike.
+both kinds alike.  Unmeasured allocations of both kinds come first, so
+that the first round does not alone pay for a freshly started service
+(its database connections and caches).
 """
 
 import collections
@@ -22,6 +24,7 @@ import threading
 import uuid
 
 from tools.bench import checks as checks_mod
+from tools.bench import phases as phases_mod
 from tools.bench import report
 from tools.bench import runner
 from tools.bench import stats
@@ -144,12 +147,31 @@ def load_fleet(settings, db_url, groups, name_prefix, stop):
     return loaded, matching, seconds
 
 
-def compare(settings, options, pairs):
-    """Load the fleet, run the rounds of ``order(pairs)``, remove the
-    fleet (unless ``options.keep``).
+def warm_up(settings, count, stop):
+    """``count`` unmeasured allocations of each kind, deleted at once.
+
+    :returns: {kind: number of allocations that failed or were not
+        deleted}.
+    """
+    failed = {}
+    for kind in (PLAIN, RICH):
+        kind_settings = dataclasses.replace(settings_for(settings, kind),
+                                            show_progress=False)
+        phase, records = phases_mod.allocate(kind_settings, count, stop)
+        deleted = phases_mod.delete(kind_settings, records,
+                                    threading.Event())
+        failed[kind] = (sum(phase.errors.values())
+                        + sum(deleted.errors.values()))
+    return failed
+
+
+def compare(settings, options, pairs, warmup=0):
+    """Load the fleet, warm up, run the rounds of ``order(pairs)``,
+    remove the fleet (unless ``options.keep``).
 
     :param options: runner.RunOptions; its ``nodes`` and ``db_url`` make
         the fleet, its ``allocations`` is the count of every round.
+    :param warmup: unmeasured allocations of each kind before the rounds.
     :returns: the comparison document (see build_comparison).
     """
     groups = fleet(options.nodes)
@@ -159,6 +181,7 @@ def compare(settings, options, pairs):
     loaded = []
     matching = set()
     seconds = None
+    warmup_failures = {}
     try:
         try:
             loaded, matching, seconds = load_fleet(
@@ -167,6 +190,10 @@ def compare(settings, options, pairs):
             # NOTE: the group in flight is rolled back; the nodes of the
             # groups loaded before it are removed below.
             stop.set()
+        if warmup and not stop.is_set():
+            print('Warming up: %d allocations of each request, not '
+                  'measured' % warmup, file=sys.stderr, flush=True)
+            warmup_failures = warm_up(settings, warmup, stop)
         for kind in order(pairs):
             if stop.is_set():
                 break
@@ -185,8 +212,11 @@ def compare(settings, options, pairs):
             print('Removing the %d nodes of this run (--keep keeps them)'
                   % len(loaded), file=sys.stderr, flush=True)
             bulk.delete_nodes(options.db_url, loaded)
-    return build_comparison(groups, rounds, seconds,
-                            interrupted=stop.is_set())
+    document = build_comparison(groups, rounds, seconds,
+                                interrupted=stop.is_set())
+    document['warmup'] = {'allocations': warmup,
+                          'failures': warmup_failures}
+    return document
 
 
 def _kind_summary(results):

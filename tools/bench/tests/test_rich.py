@@ -196,6 +196,16 @@ class TestComparison(base.TestCase):
         self.assertEqual([], document['pair_ratios'])
         self.assertIn('rich/plain: - (pairs: -;',
                       report.format_comparison(document))
+        document = rich.build_comparison(
+            rich.fleet(20), [_round('plain', 10, 1.0),
+                             _round('rich', 10, 1.0)], 0.1)
+        self.assertTrue(report.comparison_passed(document))
+        document['warmup'] = {'allocations': 5,
+                              'failures': {'plain': 0, 'rich': 1}}
+        self.assertFalse(report.comparison_passed(document))
+        self.assertIn('warm-up, not measured: 5 allocations of each '
+                      'request (1 failed)',
+                      report.format_comparison(document))
 
 
 class TestCommandLine(base.TestCase):
@@ -216,8 +226,13 @@ class TestCommandLine(base.TestCase):
         self.assertIn('--allocations 6 exceeds the 5 of 10 nodes',
                       self._usage_error(bulk + ['--nodes', '10',
                                                 '--allocations', '6']))
-        self.assertIn('--pairs needs --compare-rich',
-                      self._usage_error(['run', '--pairs', '3']))
+        self.assertIn('--warmup 6 exceeds the 5 of 10 nodes',
+                      self._usage_error(bulk + ['--nodes', '10',
+                                                '--allocations', '5',
+                                                '--warmup', '6']))
+        for option in ('--pairs', '--warmup'):
+            self.assertIn('--pairs and --warmup need --compare-rich',
+                          self._usage_error(['run', option, '3']))
 
 
 class TestEndToEnd(base.TestCase):
@@ -235,7 +250,8 @@ class TestEndToEnd(base.TestCase):
             [sys.executable, '-m', 'tools.bench', 'run', '--endpoint',
              svc.endpoint, '--enroll', 'bulk', '--db-url', svc.db_url,
              '--nodes', '12', '--allocations', '6', '--concurrency', '3',
-             '--pairs', '1', '--no-progress', '--compare-rich',
+             '--pairs', '1', '--warmup', '2', '--no-progress',
+             '--compare-rich',
              '--json', out],
             cwd=REPO_ROOT, capture_output=True, text=True, timeout=180,
             stdin=subprocess.DEVNULL)
@@ -246,6 +262,9 @@ class TestEndToEnd(base.TestCase):
             document = json.load(f)
         self.assertEqual(['plain', 'rich'],
                          [r['request'] for r in document['rounds']])
+        self.assertEqual({'allocations': 2,
+                          'failures': {'plain': 0, 'rich': 0}},
+                         document['warmup'])
         for kind in ('plain', 'rich'):
             summary = document['summary'][kind]
             self.assertEqual((6, 0, 0), (summary['active'],

@@ -119,7 +119,11 @@ def on_matching_nodes(records, matching):
 
 
 def load_fleet(settings, db_url, groups, name_prefix, stop):
-    """Bulk-load the groups (ironic_alloc's database only).
+    """Bulk-load the groups (ironic_alloc's database only).  Ctrl-C
+    sets ``stop`` and ends the load: the batch in flight is rolled back
+    and the groups loaded before it are returned; earlier batches of the
+    group in flight (one larger than bulk.BATCH) stay, named with
+    ``name_prefix``.
 
     :returns: (uuids of every node loaded, set of those that match,
         seconds).
@@ -142,6 +146,8 @@ def load_fleet(settings, db_url, groups, name_prefix, stop):
             if group.matches:
                 matching.update(uuids)
             seconds += took
+    except KeyboardInterrupt:
+        stop.set()
     finally:
         bar.finish('(bulk loader, not the API)')
     return loaded, matching, seconds
@@ -183,13 +189,8 @@ def compare(settings, options, pairs, warmup=0):
     seconds = None
     warmup_failures = {}
     try:
-        try:
-            loaded, matching, seconds = load_fleet(
-                settings, options.db_url, groups, name_prefix, stop)
-        except KeyboardInterrupt:
-            # NOTE: the group in flight is rolled back; the nodes of the
-            # groups loaded before it are removed below.
-            stop.set()
+        loaded, matching, seconds = load_fleet(
+            settings, options.db_url, groups, name_prefix, stop)
         if warmup and not stop.is_set():
             print('Warming up: %d allocations of each request, not '
                   'measured' % warmup, file=sys.stderr, flush=True)

@@ -12,6 +12,7 @@ from tools.bench import floor as floor_mod
 from tools.bench import phases
 from tools.bench import placement as placement_mod
 from tools.bench import report
+from tools.bench import rich as rich_mod
 from tools.bench import runner
 from tools.bench import service as service_mod
 from tools.bench import sweep as sweep_mod
@@ -26,6 +27,13 @@ def _positive_int(text):
     value = int(text)
     if value <= 0:
         raise argparse.ArgumentTypeError('must be a positive integer')
+    return value
+
+
+def _non_negative_int(text):
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError('must be 0 or more')
     return value
 
 
@@ -155,6 +163,21 @@ def build_parser():
                           'REGEX (found when the phase starts), under '
                           'LABEL; repeatable, e.g. '
                           '"postgres=^postgres: "')
+    run.add_argument('--compare-rich', action='store_true',
+                     help='with --enroll bulk: load a fleet where about '
+                          'half the nodes match the rich request (%s, '
+                          'memory_mb >= %d, extension ironic-alloc %s) and '
+                          'the others each fail one of its constraints; '
+                          'run plain and rich requests in alternating '
+                          'rounds on it and report both and their ratio'
+                          % (' '.join(rich_mod.RICH_TRAITS),
+                             rich_mod.MEMORY_MINIMUM, rich_mod.EXTENSION))
+    run.add_argument('--pairs', type=_positive_int, default=2,
+                     help='with --compare-rich: pairs of rounds, plain '
+                          'then rich, then rich then plain... (default 2)')
+    run.add_argument('--warmup', type=_non_negative_int, default=100,
+                     help='with --compare-rich: unmeasured allocations of '
+                          'each request before the rounds (default 100)')
     run.add_argument('--service-pid', type=_positive_int,
                      help='pid of the service process, for --profile and '
                           'memory figures (our service only)')
@@ -362,9 +385,29 @@ def _settings(args, endpoint=None, token=None):
         request_timeout=args.request_timeout, show_progress=args.progress)
 
 
+def _check_compare_rich(args, parser):
+    if args.enroll != 'bulk' or args.no_enroll:
+        parser.error('--compare-rich needs --enroll bulk (its fleet has '
+                     'properties the API enrollment does not set)')
+    if args.traits:
+        parser.error('--compare-rich sets the traits of both requests: '
+                     'leave out --traits')
+    matching = rich_mod.matching_nodes(args.nodes)
+    for option, count in (('--allocations', args.allocations),
+                          ('--warmup', args.warmup)):
+        if count > matching:
+            parser.error('--compare-rich: %s %d exceeds the %d of %d nodes '
+                         'that match the rich request' % (
+                             option, count, matching, args.nodes))
+
+
 def _run(args, parser):
     if args.enroll == 'bulk' and not args.no_enroll and not args.db_url:
         parser.error('--enroll bulk needs --db-url (the service database)')
+    if args.compare_rich:
+        _check_compare_rich(args, parser)
+    elif args.pairs != 2 or args.warmup != 100:
+        parser.error('--pairs and --warmup need --compare-rich')
     if args.allocations > args.nodes and not args.no_enroll:
         print('Note: more allocations (%d) than nodes (%d): expect '
               '"no candidate" errors' % (args.allocations, args.nodes),
@@ -380,6 +423,8 @@ def _run(args, parser):
         db_url=args.db_url, keep=args.keep, checks=args.checks,
         profile=args.profile, service_pid=args.service_pid,
         cpu_groups=tuple(args.cpu_group))
+    if args.compare_rich:
+        return _compare_rich(args, settings, options)
     result = runner.run(settings, options)
     print(report.format_run(result))
     if args.json:
@@ -387,6 +432,23 @@ def _run(args, parser):
     if result['interrupted']:
         return EXIT_INTERRUPTED
     return EXIT_OK if report.passed(result) else EXIT_FAILED
+
+
+def _compare_rich(args, settings, options):
+    problem = runner.check_endpoint(rich_mod.settings_for(settings,
+                                                          rich_mod.RICH))
+    if problem:
+        print('Error: the rich request needs ironic_alloc\'s extension '
+              '%s: %s' % (rich_mod.EXTENSION, problem), file=sys.stderr)
+        return EXIT_FAILED
+    document = rich_mod.compare(settings, options, args.pairs,
+                               args.warmup)
+    print(report.format_comparison(document))
+    if args.json:
+        report.write_json(args.json, document)
+    if document['interrupted']:
+        return EXIT_INTERRUPTED
+    return EXIT_OK if report.comparison_passed(document) else EXIT_FAILED
 
 
 def _sweep(args, parser):

@@ -13,6 +13,10 @@ import urllib.parse
 
 API_VERSION = '1.79'
 VERSION_HEADER = 'X-OpenStack-Ironic-API-Version'
+# ironic_alloc's own extensions are asked for with the API-SIG header's
+# "ironic-alloc" entry (doc/source/api/extensions.rst).
+EXTENSION_HEADER = 'OpenStack-API-Version'
+EXTENSION_TOKEN = 'ironic-alloc'
 
 # Exceptions meaning "the connection broke", as opposed to an HTTP error.
 CONNECTION_ERRORS = (http.client.HTTPException, ConnectionError, OSError)

@@ -33,10 +33,20 @@ class Settings:
     token: str = None
     request_timeout: float = 30.0
     show_progress: bool = True
+    # The ``match`` object of every allocation (ironic_alloc's extension
+    # "matching"), or None.
+    match: dict = None
+    # The ironic_alloc extension version every request asks for, or None.
+    extension: str = None
 
     def client(self):
+        extra_headers = None
+        if self.extension:
+            extra_headers = {api_client.EXTENSION_HEADER: '%s %s' % (
+                api_client.EXTENSION_TOKEN, self.extension)}
         return api_client.ApiClient(self.endpoint, token=self.token,
-                                    timeout=self.request_timeout)
+                                    timeout=self.request_timeout,
+                                    extra_headers=extra_headers)
 
     def progress(self, label, total):
         return progress_mod.Progress(label, total,
@@ -299,6 +309,8 @@ def _allocate_one(settings, client, record, stop):
     body = {'resource_class': settings.resource_class}
     if settings.traits:
         body['traits'] = list(settings.traits)
+    if settings.match:
+        body['match'] = dict(settings.match)
     start = time.perf_counter()
     result, record.post_seconds = client.timed('POST', '/v1/allocations',
                                                body)

@@ -64,6 +64,17 @@ def phase_dict(phase):
             'errors': dict(phase.errors.most_common())}
 
 
+def _request_extras(settings):
+    """The match object and extension version of the requests, when the
+    run sends them (absent from plain runs' documents)."""
+    extras = {}
+    if settings.match:
+        extras['match'] = dict(settings.match)
+    if settings.extension:
+        extras['extension'] = settings.extension
+    return extras
+
+
 def build_run(settings, options, phases, records, checks, extra=None):
     """The result document of one ``run``.
 
@@ -86,7 +97,8 @@ def build_run(settings, options, phases, records, checks, extra=None):
                          resource_class=settings.resource_class,
                          traits=list(settings.traits),
                          poll_interval=settings.poll_interval,
-                         timeout=settings.timeout),
+                         timeout=settings.timeout,
+                         **_request_extras(settings)),
         'phases': {name: phase_dict(p) for name, p in phases.items()},
         'allocations': dict(
             {o: outcomes.get(o, 0) for o in OUTCOMES},
@@ -233,6 +245,10 @@ def format_run(result):
                  settings['concurrency'], settings['resource_class'],
                  ','.join(settings['traits']) or '-',
                  settings['poll_interval'], settings['timeout'])]
+    if settings.get('match') or settings.get('extension'):
+        lines.append('  match %s, extension ironic-alloc %s' % (
+            json.dumps(settings.get('match') or {}, sort_keys=True),
+            settings.get('extension') or '-'))
     machine = result.get('machine')
     if machine:
         lines.append('  machine: %s CPUs, %s GiB; load average before %s, '
@@ -339,6 +355,82 @@ def format_run(result):
     lines.append('Result: %s' % ('FAIL: ' + '; '.join(found) if found else
                                  'PASS (no errors, nothing stuck, checks '
                                  'ok)'))
+    return '\n'.join(lines)
+
+
+def comparison_passed(document):
+    """Every round of both kinds passed (the ratio is a measurement, not
+    a pass condition)."""
+    warmup_failures = (document.get('warmup') or {}).get('failures') or {}
+    return (not document['interrupted']
+            and not sum(warmup_failures.values())
+            and all(document['summary'][kind]['rounds']
+                    and document['summary'][kind]['passed']
+                    for kind in ('plain', 'rich')))
+
+
+def format_comparison(document):
+    """The text of a comparison: each round's report, then the table of
+    the rounds and the ratio."""
+    lines = []
+    for index, entry in enumerate(document['rounds'], 1):
+        lines.append('=== Round %d: %s request ===' % (index,
+                                                       entry['request']))
+        lines.append(format_run(entry['result']))
+        lines.append('')
+    fleet_text = ', '.join('%s %d' % (g['label'], g['count'])
+                           for g in document['fleet'])
+    lines.append('Plain and rich requests on one fleet (%s; %d match the '
+                 'rich request)' % (fleet_text, document['matching_nodes']))
+    request = document['rich_request']
+    warmup = document.get('warmup') or {}
+    if warmup.get('allocations'):
+        lines.append('  warm-up, not measured: %d allocations of each '
+                     'request (%s failed)' % (
+                         warmup['allocations'],
+                         sum((warmup.get('failures') or {}).values())))
+    lines.append('  rich: traits %s, match %s, extension ironic-alloc %s' % (
+        ','.join(request['traits']),
+        ', '.join('%s >= %s' % item for item in
+                  sorted(request['match'].items())),
+        request['extension']))
+    rows = []
+    for index, entry in enumerate(document['rounds'], 1):
+        result = entry['result']
+        usage = machine_cpu_usage(result)
+        rows.append([
+            index, entry['request'],
+            _num(result['allocations']['active_per_second'], '%.1f'),
+            _ms(result['latency']['post']['p50']),
+            _ms(result['latency']['post']['p99']),
+            _ms(result['latency']['post_to_active']['p50']),
+            _ms(result['latency']['post_to_active']['p99']),
+            sum(result['errors'].values()), result['allocations']['stuck'],
+            _num(usage['ms_per_allocation'] if usage else None, '%.1f'),
+            'ok' if passed(result) else 'FAIL'])
+    lines += _table(
+        ['round', 'request', 'alloc/s', 'POST p50 ms', 'POST p99 ms',
+         '->active p50 ms', '->active p99 ms', 'errors', 'stuck',
+         'CPU ms/alloc', 'result'], rows)
+    lines.append('')
+    for kind in ('plain', 'rich'):
+        kind_summary = document['summary'][kind]
+        lines.append(
+            '%-5s %s allocations/s to active (%d of %d active in %d '
+            'rounds, %s s of allocate phases), %d errors, %d stuck' % (
+                kind, _num(kind_summary['active_per_second'], '%.1f'),
+                kind_summary['active'], kind_summary['requested'],
+                kind_summary['rounds'],
+                _num(kind_summary['allocate_seconds'], '%.1f'),
+                kind_summary['errors'], kind_summary['stuck']))
+    lines.append('rich/plain: %s (pairs: %s; target >= %g)' % (
+        _num(document['ratio']),
+        ', '.join(_num(r) for r in document['pair_ratios']) or '-',
+        document['target_ratio']))
+    lines.append('Result: %s' % (
+        'PASS (every round of both requests passed)'
+        if comparison_passed(document)
+        else 'FAIL (see the rounds above)'))
     return '\n'.join(lines)
 
 

@@ -6,9 +6,12 @@
 #   and drop databases: oslo.db's opportunistic fixtures (the migration
 #   tests) log in with it and create a throw-away database per test class;
 # * database openstack_citest, which those fixtures connect to first;
-# * database ironic_alloc_functional, used by the functional tests when
-#   IRONIC_ALLOC_TEST_DB points at it, kept apart from the schemas the
-#   migration tests create and drop.
+# * database ironic_alloc_functional, named by IRONIC_ALLOC_TEST_DB in the
+#   functional tiers: each test process creates its own database next to
+#   it (ironic_alloc_functional_<pid>, with its character set and
+#   collation) and drops it when it exits;
+# * no <name>_<pid> database next to those two: the ones a test process
+#   killed before its exit clean-up leaves are dropped.
 #
 # Run it as root or as a user with sudo, on a machine with both servers
 # running (tools/start-db-servers.sh starts them without systemd).  It can
@@ -17,6 +20,8 @@
 DB_USER=openstack_citest
 DB_PW=openstack_citest
 DATABASES="openstack_citest ironic_alloc_functional"
+# The databases of test processes: <one of DATABASES>_<pid>.
+LEFTOVER_PATTERN="^(${DATABASES// /|})_[0-9]+\$"
 
 if [[ $(id -u) -eq 0 ]]; then
     AS_ROOT=()
@@ -42,6 +47,11 @@ for db in $DATABASES; do
         DROP DATABASE IF EXISTS $db;
         CREATE DATABASE $db CHARACTER SET utf8mb4;"
 done
+for db in $(mysql -u "$DB_USER" -p"$DB_PW" -h 127.0.0.1 -N -B -e "
+        SELECT schema_name FROM information_schema.schemata
+        WHERE schema_name REGEXP '$LEFTOVER_PATTERN'"); do
+    mysql -u "$DB_USER" -p"$DB_PW" -h 127.0.0.1 -e "DROP DATABASE \`$db\`"
+done
 
 # PostgreSQL: the role may create databases (oslo.db's fixtures) and owns
 # the test databases.
@@ -60,4 +70,11 @@ for db in $DATABASES; do
         -U "$DB_USER" -d postgres -c "DROP DATABASE IF EXISTS $db"
     PGPASSWORD=$DB_PW createdb -p 5432 -h 127.0.0.1 -U "$DB_USER" -l C \
         -T template0 -E utf8 "$db"
+done
+for db in $(PGPASSWORD=$DB_PW psql -p 5432 -v ON_ERROR_STOP=1 -q -h 127.0.0.1 \
+        -U "$DB_USER" -d postgres -A -t -c "
+        SELECT datname FROM pg_database
+        WHERE datname ~ '$LEFTOVER_PATTERN'"); do
+    PGPASSWORD=$DB_PW psql -p 5432 -v ON_ERROR_STOP=1 -q -h 127.0.0.1 \
+        -U "$DB_USER" -d postgres -c "DROP DATABASE \"$db\" WITH (FORCE)"
 done

@@ -1,10 +1,12 @@
 """Base classes and fixtures shared by all tests.
 
-The database under test is an SQLite file by default.  Set
-IRONIC_ALLOC_TEST_DB to an SQLAlchemy URL (postgresql+psycopg2://...,
-mysql+pymysql://...) to run the same tests on another engine; the schema is
-built once per test process with the real migrations and emptied between
-tests.
+The database under test is an SQLite file of each test process by
+default.  Set IRONIC_ALLOC_TEST_DB to an SQLAlchemy URL
+(postgresql+psycopg2://..., mysql+pymysql://...) to run the same tests on
+another engine: on a database server each test process then works in a
+database of its own next to the named one (see process_database).  The
+schema is built once per test process with the real migrations and emptied
+between tests.
 """
 
 import os
@@ -19,6 +21,7 @@ import sqlalchemy as sa
 from ironic_alloc.common import context as ia_context
 from ironic_alloc.conf import CONF
 from ironic_alloc import objects
+from ironic_alloc.tests import process_database
 
 objects.register_all()
 
@@ -37,7 +40,17 @@ def _parse_conf_once():
 
 
 def test_database_url():
+    """The database of this test process, (re)created empty.
+
+    On a database server (IRONIC_ALLOC_TEST_DB) that database is dropped
+    when the process exits.
+    """
     url = os.environ.get('IRONIC_ALLOC_TEST_DB')
+    if url and process_database.is_server_url(url):
+        database = process_database.ProcessDatabase(url)
+        url = database.create()
+        database.drop_at_exit(before_drop=_dispose_engine)
+        return url.render_as_string(hide_password=False)
     if url:
         return url
     path = os.path.join(_TEST_DIR,
@@ -46,6 +59,13 @@ def test_database_url():
         if os.path.exists(path + suffix):
             os.unlink(path + suffix)
     return 'sqlite:///%s' % path
+
+
+def _dispose_engine():
+    # NOTE: the pooled connections of this process would otherwise still
+    # be connected to the database being dropped.
+    from ironic_alloc.db.sqlalchemy import api as sqla_api
+    sqla_api.get_engine().dispose()
 
 
 def running_in_ci():
@@ -78,8 +98,9 @@ class Database(fixtures.Fixture):
                                  group='database')
                 engine = sqla_api.get_engine()
                 with engine.begin() as conn:
-                    # NOTE: a server database may hold the schema of a
-                    # previous run; start from empty.
+                    # NOTE: a database IRONIC_ALLOC_TEST_DB names and
+                    # the tests use as it is (an SQLite URL) may hold the
+                    # schema of a previous run; start from empty.
                     models.Base.metadata.drop_all(conn)
                     conn.execute(sa.text(
                         'DROP TABLE IF EXISTS alembic_version'))

@@ -113,7 +113,6 @@ def state_changes(index):
 def _shape_fleet(db_url, uuids):
     """Give the loaded nodes the fields of state_changes() (one UPDATE per
     distinct set of fields)."""
-    import sqlalchemy as sa
 
     from ironic_alloc.db.sqlalchemy import models
 

@@ -368,12 +368,8 @@ def _explain(args, parser):
             service.stop()
             shutil.rmtree(workdir, ignore_errors=True)
     result['machine'] = report.machine_info()
-    print(report.format_explain(result))
-    if args.json:
-        report.write_json(args.json, result)
-    if result['interrupted']:
-        return EXIT_INTERRUPTED
-    return EXIT_FAILED if result['problems'] else EXIT_OK
+    return _finish(args, result, report.format_explain(result),
+                   not result['problems'])
 
 
 def _settings(args, endpoint=None, token=None):
@@ -426,12 +422,19 @@ def _run(args, parser):
     if args.compare_rich:
         return _compare_rich(args, settings, options)
     result = runner.run(settings, options)
-    print(report.format_run(result))
+    return _finish(args, result, report.format_run(result),
+                   report.passed(result))
+
+
+def _finish(args, document, text, passed):
+    """Print ``text``, write ``document`` to --json if asked; the exit
+    status."""
+    print(text)
     if args.json:
-        report.write_json(args.json, result)
-    if result['interrupted']:
+        report.write_json(args.json, document)
+    if document['interrupted']:
         return EXIT_INTERRUPTED
-    return EXIT_OK if report.passed(result) else EXIT_FAILED
+    return EXIT_OK if passed else EXIT_FAILED
 
 
 def _compare_rich(args, settings, options):
@@ -443,12 +446,8 @@ def _compare_rich(args, settings, options):
         return EXIT_FAILED
     document = rich_mod.compare(settings, options, args.pairs,
                                args.warmup)
-    print(report.format_comparison(document))
-    if args.json:
-        report.write_json(args.json, document)
-    if document['interrupted']:
-        return EXIT_INTERRUPTED
-    return EXIT_OK if report.comparison_passed(document) else EXIT_FAILED
+    return _finish(args, document, report.format_comparison(document),
+                   report.comparison_passed(document))
 
 
 def _sweep(args, parser):

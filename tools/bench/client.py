@@ -17,6 +17,8 @@ VERSION_HEADER = 'X-OpenStack-Ironic-API-Version'
 # "ironic-alloc" entry (doc/source/api/extensions.rst).
 EXTENSION_HEADER = 'OpenStack-API-Version'
 EXTENSION_TOKEN = 'ironic-alloc'
+# The extension version of the matching language (extension "matching").
+MATCHING_EXTENSION = '1.1'
 
 # Exceptions meaning "the connection broke", as opposed to an HTTP error.
 CONNECTION_ERRORS = (http.client.HTTPException, ConnectionError, OSError)

@@ -23,9 +23,6 @@ from tools.bench import client as api_client
 from tools.bench import phases
 from tools.bench import stats
 
-EXTENSION_HEADER = 'OpenStack-API-Version'
-EXTENSION_VERSION = 'ironic-alloc 1.1'
-
 # The fleet, in shares of the node count: (share, traits, properties).
 # The kinds differ in what a request of REQUESTS can find in them.
 KINDS = (
@@ -126,15 +123,13 @@ def _shape_fleet(db_url, uuids):
     try:
         for fields, members in by_fields.items():
             values = dict(fields)
-            held = 'instance_uuid' in values
+            if 'instance_uuid' in values:
+                # NOTE: held by an instance (its uuid is unique).
+                values['instance_uuid'] = nodes.c.uuid
             for start in range(0, len(members), bulk.BATCH):
-                chunk = members[start:start + bulk.BATCH]
                 with engine.begin() as conn:
-                    if held:
-                        # NOTE: held by an instance (its uuid is unique).
-                        values['instance_uuid'] = nodes.c.uuid
-                    conn.execute(nodes.update().where(
-                        nodes.c.uuid.in_(chunk)).values(**values))
+                    conn.execute(nodes.update().where(nodes.c.uuid.in_(
+                        members[start:start + bulk.BATCH])).values(**values))
     finally:
         engine.dispose()
 
@@ -188,15 +183,6 @@ def funnel_of(document):
                   for s in document.get('steps') or []))
 
 
-class ExplainClient(api_client.ApiClient):
-    """An API client that also sends the extension version."""
-
-    def __init__(self, settings):
-        super().__init__(settings.endpoint, token=settings.token,
-                         timeout=settings.request_timeout,
-                         extra_headers={EXTENSION_HEADER: EXTENSION_VERSION})
-
-
 def ask(settings, options, nodes, stop):
     """The measured phase: ``options.requests`` explanations (after
     ``options.warmup`` unmeasured ones) by ``settings.concurrency``
@@ -205,6 +191,8 @@ def ask(settings, options, nodes, stop):
     :returns: dict of per-request latencies, problems, funnels and the
         elapsed seconds.
     """
+    settings = dataclasses.replace(
+        settings, extension=api_client.MATCHING_EXTENSION)
     lock = threading.Lock()
     counter = iter(range(options.warmup + options.requests))
     latencies = {name: [] for name, _f in REQUESTS}
@@ -214,7 +202,7 @@ def ask(settings, options, nodes, stop):
     bar = settings.progress('explain', options.requests)
 
     def work(_index):
-        client = ExplainClient(settings)
+        client = settings.client()
         try:
             while not stop.is_set():
                 with lock:

@@ -24,6 +24,7 @@ import threading
 import uuid
 
 from tools.bench import checks as checks_mod
+from tools.bench import client as api_client
 from tools.bench import phases as phases_mod
 from tools.bench import report
 from tools.bench import runner
@@ -32,8 +33,7 @@ from tools.bench import stats
 PLAIN = 'plain'
 RICH = 'rich'
 
-# The extension version that has the matching language ("matching").
-EXTENSION = '1.1'
+EXTENSION = api_client.MATCHING_EXTENSION
 RICH_TRAITS = ('CUSTOM_A', 'CUSTOM_B', '!CUSTOM_GPU',
                'in:CUSTOM_RACK_1,CUSTOM_RACK_2')
 MEMORY_MINIMUM = 65536

@@ -3,20 +3,14 @@ to end against a standalone ironic-alloc on SQLite with a small fleet (its
 latencies are never asserted, only that every answer was checked and
 sound)."""
 
-import json
 import os
-import subprocess
-import sys
 
 import fixtures
 from oslotest import base as oslo_base
-from testtools import content
 
 from tools.bench import explain
 from tools.bench import report
-
-REPO_ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__),
-                                         '..', '..', '..'))
+from tools.bench.tests import command
 
 
 class TestFleet(oslo_base.BaseTestCase):
@@ -92,17 +86,10 @@ class TestCommand(oslo_base.BaseTestCase):
     def test_small_fleet_on_sqlite(self):
         workdir = self.useFixture(fixtures.TempDir()).path
         out = os.path.join(workdir, 'explain.json')
-        result = subprocess.run(
-            [sys.executable, '-m', 'tools.bench', 'explain', '--nodes',
-             '300', '--requests', '30', '--warmup', '3', '--concurrency',
-             '3', '--no-progress', '--json', out],
-            cwd=REPO_ROOT, capture_output=True, text=True, timeout=240,
-            stdin=subprocess.DEVNULL)
-        self.addDetail('explain-output', content.text_content(
-            result.stdout + result.stderr))
-        self.assertEqual(0, result.returncode)
-        with open(out) as f:
-            document = json.load(f)
+        _result, document = command.run_bench(
+            self, ['explain', '--nodes', '300', '--requests', '30',
+                   '--warmup', '3', '--concurrency', '3', '--no-progress'],
+            out, timeout=240)
         self.assertEqual([], document['problems'])
         self.assertEqual(30, document['requests'])
         self.assertEqual(300, document['nodes'])

@@ -9,12 +9,9 @@ measures are never asserted, only what they are made of.
 import io
 import json
 import os
-import subprocess
-import sys
 import threading
 
 import fixtures
-from testtools import content
 
 from ironic_alloc.common import matching
 from ironic_alloc.db import api as db_api
@@ -26,9 +23,8 @@ from tools.bench import phases
 from tools.bench import report
 from tools.bench import rich
 from tools.bench import service
+from tools.bench.tests import command
 
-REPO_ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__),
-                                         '..', '..', '..'))
 A1 = '11111111-1111-1111-1111-111111111111'
 A2 = '22222222-2222-2222-2222-222222222222'
 N1 = 'aaaaaaaa-aaaa-aaaa-aaaa-aaaaaaaaaaaa'
@@ -246,20 +242,12 @@ class TestEndToEnd(base.TestCase):
         finally:
             self.addCleanup(svc.stop)
         out = os.path.join(workdir, 'rich.json')
-        result = subprocess.run(
-            [sys.executable, '-m', 'tools.bench', 'run', '--endpoint',
-             svc.endpoint, '--enroll', 'bulk', '--db-url', svc.db_url,
-             '--nodes', '12', '--allocations', '6', '--concurrency', '3',
-             '--pairs', '1', '--warmup', '2', '--no-progress',
-             '--compare-rich',
-             '--json', out],
-            cwd=REPO_ROOT, capture_output=True, text=True, timeout=180,
-            stdin=subprocess.DEVNULL)
-        self.addDetail('bench-output', content.text_content(
-            result.stdout + result.stderr))
-        self.assertEqual(0, result.returncode)
-        with open(out) as f:
-            document = json.load(f)
+        result, document = command.run_bench(
+            self, ['run', '--endpoint', svc.endpoint, '--enroll', 'bulk',
+                   '--db-url', svc.db_url, '--nodes', '12',
+                   '--allocations', '6', '--concurrency', '3', '--pairs',
+                   '1', '--warmup', '2', '--no-progress', '--compare-rich'],
+            out, timeout=180)
         self.assertEqual(['plain', 'rich'],
                          [r['request'] for r in document['rounds']])
         self.assertEqual({'allocations': 2,

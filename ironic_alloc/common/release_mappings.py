@@ -28,7 +28,7 @@ RELEASE_MAPPING = {
     CURRENT: {
         'rpc': '1.2',
         'objects': {
-            'Allocation': '1.2',
+            'Allocation': '1.3',
             'Conductor': '1.0',
             'Node': '1.0',
         },

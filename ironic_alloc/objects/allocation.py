@@ -10,7 +10,9 @@ class Allocation(base.IronicAllocObject):
     # Version 1.0: Initial version
     # Version 1.1: match (the matching language, API extension 1.1)
     # Version 1.2: explanation (the funnel of a failed allocation)
-    VERSION = '1.2'
+    # Version 1.3: kind, instance_uuid, expires_at (reservations and
+    #              leases, API extension 1.2)
+    VERSION = '1.3'
 
     dbapi = db_api.get_instance()
 
@@ -29,6 +31,9 @@ class Allocation(base.IronicAllocObject):
         'match': fields.FlexibleDictField(nullable=True),
         'explanation': fields.FlexibleDictField(nullable=True),
         'conductor_affinity': fields.IntegerField(nullable=True),
+        'kind': fields.StringField(default='allocation'),
+        'instance_uuid': fields.UUIDField(nullable=True),
+        'expires_at': fields.DateTimeField(nullable=True),
         'created_at': fields.DateTimeField(nullable=True),
         'updated_at': fields.DateTimeField(nullable=True),
     }
@@ -36,6 +41,9 @@ class Allocation(base.IronicAllocObject):
     def obj_make_compatible(self, primitive, target_version):
         super().obj_make_compatible(primitive, target_version)
         version = versionutils.convert_version_to_tuple(target_version)
+        if version < (1, 3):
+            for name in ('kind', 'instance_uuid', 'expires_at'):
+                primitive.pop(name, None)
         if version < (1, 2):
             primitive.pop('explanation', None)
         if version < (1, 1):

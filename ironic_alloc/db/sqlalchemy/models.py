@@ -187,8 +187,14 @@ class NodeCapability(Base):
 
 
 class Allocation(Base):
-    """A request for a node; ``conductor_affinity`` names the conductor
-    process (conductors.id) that currently owns it."""
+    """A hold on a node; ``conductor_affinity`` names the conductor
+    process (conductors.id) that currently owns it.
+
+    ``kind`` tells an Ironic allocation ('allocation') from a reservation
+    of the reservations extension ('reservation'): both hold their node
+    the same way (nodes.allocation_id and nodes.instance_uuid), so no
+    second lock table can disagree with the node rows.
+    """
 
     __tablename__ = 'allocations'
     __table_args__ = (
@@ -201,6 +207,10 @@ class Allocation(Base):
         sa.Index('allocations_node_id_idx', 'node_id'),
         sa.Index('allocations_owner_idx', 'owner'),
         sa.Index('allocations_resource_class_idx', 'resource_class'),
+        # NOTE: every list reads one kind, in id order.
+        sa.Index('allocations_kind_idx', 'kind', 'id'),
+        # NOTE: the expiry of leases looks for the holds whose time passed.
+        sa.Index('allocations_expires_at_idx', 'expires_at'),
         dict(sqlite_autoincrement=True, **table_args()),
     )
     id = sa.Column(sa.Integer, primary_key=True, autoincrement=True)
@@ -221,3 +231,11 @@ class Allocation(Base):
     # allocations.explain()); its one-line form is in last_error.
     explanation = sa.Column(db_types.JsonEncodedDict, nullable=True)
     conductor_affinity = sa.Column(sa.Integer, nullable=True)
+    kind = sa.Column(sa.String(15), nullable=False,
+                     server_default='allocation', default='allocation')
+    # NOTE: a reservation's instance, which its node gets as instance_uuid;
+    # NULL for an allocation, whose node gets the allocation's own uuid.
+    instance_uuid = sa.Column(sa.String(36), nullable=True)
+    # NOTE: the end of the hold's lease (UTC, compared with the database
+    # clock); NULL means no expiry, Ironic's behaviour.
+    expires_at = sa.Column(sa.DateTime, nullable=True)

@@ -282,6 +282,31 @@ class MigrationCheckersMixin:
     def _check_b2e7c4d9a610(self, engine, data):
         self.assertIn('explanation', self._columns(engine, 'allocations'))
 
+    def _pre_upgrade_c4a1f7e3d285(self, engine):
+        allocations = sa.table('allocations', sa.column('uuid'),
+                               sa.column('state'))
+        self._insert(engine, allocations, {
+            'uuid': '0c1d9b0e-64a1-4bb4-8f8e-52d8b9e1a301',
+            'state': 'active'})
+
+    def _check_c4a1f7e3d285(self, engine, data):
+        self.assertLessEqual({'kind', 'instance_uuid', 'expires_at'},
+                             self._columns(engine, 'allocations'))
+        by_name = {i['name']: i for i in
+                   sa.inspect(engine).get_indexes('allocations')}
+        self.assertEqual(['kind', 'id'],
+                         by_name['allocations_kind_idx']['column_names'])
+        self.assertEqual(['expires_at'],
+                         by_name['allocations_expires_at_idx']['column_names'])
+        with engine.begin() as conn:
+            # An allocation made before the upgrade stays an allocation
+            # with no lease.
+            row = conn.execute(sa.text(
+                'SELECT kind, instance_uuid, expires_at FROM allocations '
+                "WHERE uuid = '0c1d9b0e-64a1-4bb4-8f8e-52d8b9e1a301'")).one()
+            self.assertEqual(('allocation', None, None), tuple(row))
+            conn.execute(sa.text('DELETE FROM allocations'))
+
     def _insert(self, engine, table, values):
         with engine.begin() as conn:
             conn.execute(table.insert().values(**values))

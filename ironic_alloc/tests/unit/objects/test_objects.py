@@ -10,7 +10,7 @@ from ironic_alloc.tests import base as test_base
 # remotable methods of the object; when it changes, the wire format
 # changed, so older peers need obj_make_compatible() for the new version.
 expected_object_fingerprints = {
-    'Allocation': '1.2-350643d372fcd6c55c65c6ae4552f1fc',
+    'Allocation': '1.3-2af677420a77ffbddd36bb381e22ab6a',
     'Conductor': '1.0-157a8b1669d035736cbc95ecce8cf73e',
     'Node': '1.0-6fc77293fafa5326bef0896edc25880e',
 }

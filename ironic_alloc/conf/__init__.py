@@ -9,6 +9,7 @@ from ironic_alloc.conf import database
 from ironic_alloc.conf import default
 from ironic_alloc.conf import placement
 from ironic_alloc.conf import policy
+from ironic_alloc.conf import reservation
 
 CONF = cfg.CONF
 
@@ -19,3 +20,4 @@ database.register_opts(CONF)
 default.register_opts(CONF)
 placement.register_opts(CONF)
 policy.register_opts(CONF)
+reservation.register_opts(CONF)

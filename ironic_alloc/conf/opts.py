@@ -12,6 +12,7 @@ from ironic_alloc.conf import database
 from ironic_alloc.conf import default
 from ironic_alloc.conf import placement
 from ironic_alloc.conf import policy
+from ironic_alloc.conf import reservation
 
 _opts = [
     ('DEFAULT', default.service_opts),
@@ -20,6 +21,7 @@ _opts = [
     ('conductor', conductor.conductor_opts),
     ('database', database.sqlite_opts),
     (placement.GROUP, placement.list_opts()),
+    (reservation.GROUP, reservation.reservation_opts),
 ]
 
 

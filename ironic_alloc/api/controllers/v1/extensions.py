@@ -43,7 +43,7 @@ DOCUMENT_KEY = 'ironic_alloc_extensions'
 
 MAJOR = 1
 MIN_MINOR = 0
-MAX_MINOR = 1
+MAX_MINOR = 2
 
 # Extension versions, one sentence each.  A version is never reused or
 # changed once released; each later issue adds the next number.
@@ -54,11 +54,16 @@ VERSIONS = {
        'cpu_arch, capabilities, conductor group), and the funnel of '
        'POST /v1/allocations/explain and of a failed allocation\'s '
        '"explanation".',
+    2: 'Node reservations with leases: the /v1/reservations resource '
+       '(synchronous, first free node of an ordered list), the lease of '
+       'reservations and allocations ("ttl", "expires_at") and deploys '
+       'that must show the reservation of their node.',
 }
 
 # Feature name -> the minor extension version that adds it.
 FEATURES = {
     'matching': 1,
+    'reservations': 2,
 }
 
 # Resource -> {wire field name: feature}.  These fields are hidden from
@@ -66,7 +71,8 @@ FEATURES = {
 # of their feature.
 FIELDS = {
     'node': {},
-    'allocation': {'match': 'matching', 'explanation': 'matching'},
+    'allocation': {'match': 'matching', 'explanation': 'matching',
+                   'expires_at': 'reservations', 'ttl': 'reservations'},
 }
 
 # Top-level /v1 name -> (feature, controller instance).  The name must

@@ -12,6 +12,7 @@ from tools.bench import floor as floor_mod
 from tools.bench import phases
 from tools.bench import placement as placement_mod
 from tools.bench import report
+from tools.bench import reservations as reservations_mod
 from tools.bench import rich as rich_mod
 from tools.bench import runner
 from tools.bench import service as service_mod
@@ -333,7 +334,103 @@ def build_parser():
     explain.add_argument('--no-progress', dest='progress',
                          action='store_false',
                          help='no progress lines on stderr')
+    reserve = commands.add_parser(
+        'reservations',
+        help='throughput and latency of POST /v1/reservations',
+        description='Bulk-load a fleet of available nodes, then let '
+                    'concurrent clients reserve the first free node of a '
+                    'random list (extension 1.2) and delete the '
+                    'reservation, again and again; report the latency '
+                    'percentiles and the rate, and check every answer '
+                    '(no node held twice, nothing left held).  Starts a '
+                    'standalone ironic-alloc on --db-url unless '
+                    '--endpoint is given.')
+    reserve.add_argument('--endpoint',
+                         help='API root URL of a running ironic_alloc '
+                              '(its database is --db-url); default: start '
+                              'a standalone service')
+    reserve.add_argument('--token', help='X-Auth-Token to send')
+    reserve.add_argument('--db-url',
+                         help='SQLAlchemy URL of the service database (the '
+                              'fleet is bulk-loaded into it); required with '
+                              '--endpoint; default for a standalone '
+                              'service: SQLite in its directory')
+    reserve.add_argument('--wipe-db', action='store_true',
+                         help='confirm that --db-url may be emptied first '
+                              '(a standalone service on a server database)')
+    reserve.add_argument('--nodes', type=_positive_int, default=1000,
+                         help='fleet size (default 1000)')
+    reserve.add_argument('--requests', type=_positive_int, default=5000,
+                         help='measured reservation requests (default '
+                              '5000)')
+    reserve.add_argument('--warmup', type=_non_negative_int, default=20,
+                         help='reservation requests before measuring '
+                              '(default 20)')
+    reserve.add_argument('--choose', type=_positive_int, default=5,
+                         help='nodes in the list of every request '
+                              '(default 5)')
+    reserve.add_argument('--ttl', type=_positive_int, default=600,
+                         help='lease of every reservation in seconds '
+                              '(default 600)')
+    reserve.add_argument('--concurrency', type=_positive_int, default=10,
+                         help='client threads (default 10)')
+    reserve.add_argument('--resource-class', default='bench-reserve',
+                         help='resource class of the fleet (default '
+                              'bench-reserve)')
+    reserve.add_argument('--service-option', type=_service_option,
+                         action='append', default=[],
+                         metavar='SECTION.KEY=VALUE',
+                         help='an extra option of the standalone service')
+    reserve.add_argument('--request-timeout', type=_positive_float,
+                         default=30.0,
+                         help='socket timeout of one request (default 30)')
+    reserve.add_argument('--keep', action='store_true',
+                         help='keep the fleet afterwards')
+    reserve.add_argument('--json', metavar='PATH',
+                         help='also write the results as JSON to PATH')
+    reserve.add_argument('--no-progress', dest='progress',
+                         action='store_false',
+                         help='no progress lines on stderr')
     return parser
+
+
+def _reservations(args, parser):
+    if args.endpoint and not args.db_url:
+        parser.error('--endpoint needs --db-url (the service database)')
+    if not args.endpoint and args.db_url and not args.wipe_db:
+        parser.error('a standalone service on --db-url empties it first: '
+                     'add --wipe-db to confirm it is a benchmark database')
+    if args.choose > args.nodes:
+        parser.error('--choose cannot exceed --nodes')
+    settings = phases.Settings(
+        endpoint=args.endpoint or 'http://127.0.0.1:0',
+        concurrency=args.concurrency, resource_class=args.resource_class,
+        token=args.token, request_timeout=args.request_timeout,
+        show_progress=args.progress)
+    options = reservations_mod.Options(
+        nodes=args.nodes, requests=args.requests, choose=args.choose,
+        warmup=args.warmup, ttl=args.ttl, db_url=args.db_url,
+        keep=args.keep)
+    if args.endpoint:
+        result = reservations_mod.run(settings, options)
+    else:
+        workdir = tempfile.mkdtemp(prefix='bench-reservations-')
+        service = service_mod.StandaloneService(
+            workdir, db_url=args.db_url,
+            options=tuple(args.service_option))
+        try:
+            if args.db_url:
+                bulk.wipe(args.db_url)
+            service.start()
+            settings.endpoint = service.endpoint
+            options.db_url = service.db_url
+            result = reservations_mod.run(settings, options)
+        finally:
+            service.stop()
+            shutil.rmtree(workdir, ignore_errors=True)
+    result['machine'] = report.machine_info()
+    return _finish(args, result, report.format_reservations(result),
+                   not result['problems'])
 
 
 def _explain(args, parser):
@@ -515,6 +612,8 @@ def main(argv=None):
             return _floor(args)
         if args.command == 'explain':
             return _explain(args, parser)
+        if args.command == 'reservations':
+            return _reservations(args, parser)
         return _sweep(args, parser)
     except KeyboardInterrupt:
         print('\nAborted.', file=sys.stderr)

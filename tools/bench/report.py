@@ -584,6 +584,44 @@ def format_explain(result):
     return '\n'.join(lines)
 
 
+def format_reservations(result):
+    """The text of a reservations run (see reservations.run)."""
+    header = ['request', 'count', 'p50 ms', 'p90 ms', 'p99 ms', 'max ms']
+
+    def row(name, summary):
+        return [name, summary['count']] + [
+            _num(_scaled(summary[key]), '%.1f')
+            for key in ('p50', 'p90', 'p99', 'max')]
+
+    lines = ['POST /v1/reservations (first free of %d random nodes), then '
+             'DELETE: %d nodes, %d clients, %d reservation requests in '
+             '%.1f s: %d created (%s per second), %d refused (409)' % (
+                 result['choose'], result['nodes'], result['concurrency'],
+                 result['requests'], result['seconds'], result['created'],
+                 _num(result['per_second'], '%.1f'), result['refused'])]
+    lines += _table(header, [row('POST', result['post_latency']),
+                             row('DELETE', result['delete_latency'])])
+    p99 = result['post_latency']['p99']
+    rate = result['per_second']
+    lines.append('POST p99 %s ms: target <= %.0f ms %s; %s reservations '
+                 'per second: target >= %d %s' % (
+                     _num(_scaled(p99), '%.1f'),
+                     result['target_p99'] * 1000,
+                     'met' if p99 is not None
+                     and p99 <= result['target_p99'] else 'NOT met',
+                     _num(rate, '%.1f'), result['target_per_second'],
+                     'met' if rate is not None
+                     and rate >= result['target_per_second']
+                     else 'NOT met'))
+    if result['problems']:
+        lines.append('PROBLEMS (%d):' % len(result['problems']))
+        lines += ['  ' + p for p in result['problems'][:20]]
+    else:
+        lines.append('every answer checked: no node held twice, every 409 '
+                     'with one reason per node, nothing left held')
+    return '\n'.join(lines)
+
+
 def _scaled(seconds):
     return None if seconds is None else seconds * 1000
 

@@ -28,6 +28,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import uuid
 
 from ironic_alloc.tests.clients import fixtures as service_fixtures
 from ironic_alloc.tests.functional import openapi
@@ -79,6 +80,10 @@ ALLOCATION_PATCH_PATHS = ['/name', '/extra/st', '/owner']
 # none or an older one.
 EXTENSION_VERSIONS = ['ironic-alloc 1.1', 'ironic-alloc latest',
                       'baremetal 1.79, ironic-alloc 1.1']
+# The same for the operations of extension 1.2 (reservations).
+RESERVATION_EXTENSION_VERSIONS = ['ironic-alloc 1.2', 'ironic-alloc latest',
+                                  'baremetal 1.79, ironic-alloc 1.2',
+                                  'ironic-alloc 1.1']
 
 # Operations given identifiers of their own dictionary, by parameter.
 OPERATION_DICTIONARIES = {
@@ -92,6 +97,17 @@ OPERATION_DICTIONARIES = {
                           'extension_versions',
                           'body.resource_class': 'resource_classes'},
 }
+_RESERVATION_DICTIONARIES = {
+    'createReservation': {'body.node_uuid[*]': 'reservable_nodes'},
+    'listReservations': {},
+    'getReservation': {'path.reservation_uuid': 'reservations'},
+    'renewReservation': {'path.reservation_uuid': 'reservations'},
+    'deleteReservation': {'path.reservation_uuid': 'doomed_reservations'},
+}
+for _operation, _bindings in _RESERVATION_DICTIONARIES.items():
+    OPERATION_DICTIONARIES[_operation] = dict(
+        _bindings, **{'header.OpenStack-API-Version':
+                      'reservation_extension_versions'})
 
 # How often a bound parameter takes a dictionary value rather than a
 # generated one.
@@ -110,13 +126,16 @@ class Seeder:
         self.port = port
 
     def request(self, method, path, body=None):
+        headers = {'X-OpenStack-Ironic-API-Version': 'latest',
+                   'Content-Type': 'application/json'}
+        if path.startswith('/v1/reservations'):
+            headers['OpenStack-API-Version'] = RESERVATION_EXTENSION_VERSIONS[0]
         conn = http.client.HTTPConnection(self.host, self.port,
                                           timeout=REQUEST_TIMEOUT)
         try:
             conn.request(method, path,
                          body=None if body is None else json.dumps(body),
-                         headers={'X-OpenStack-Ironic-API-Version': 'latest',
-                                  'Content-Type': 'application/json'})
+                         headers=headers)
             response = conn.getresponse()
             data = response.read()
         finally:
@@ -173,6 +192,13 @@ class Seeder:
             raise SeedError('allocation %s: %s' % (name, done))
         return alloc['uuid']
 
+    def reservation(self, node_uuid):
+        """A reservation of the available node ``node_uuid``; returns its
+        UUID."""
+        doc = self.expect(201, 'POST', '/v1/reservations', {
+            'instance_uuid': str(uuid.uuid4()), 'node_uuid': [node_uuid]})
+        return doc['reservation']['uuid']
+
 
 def seed(seeder, conductor_host):
     """Create the known resources; returns the dictionaries naming them
@@ -197,6 +223,13 @@ def seed(seeder, conductor_host):
     allocated_nodes, allocations = allocated('gold', 2)
     doomed_allocated_nodes, _ = allocated('bronze', 3)
     _, doomed_allocations = allocated('copper', 3)
+    # Reservations: known ones to show and renew, doomed ones to delete,
+    # and free nodes of their own to reserve.
+    reserve_nodes = [seeder.node('st-reserve-%d' % i, 'st-reserve',
+                                 'available') for i in range(9)]
+    reservations = [seeder.reservation(n) for n in reserve_nodes[:2]]
+    doomed_reservations = [seeder.reservation(n)
+                           for n in reserve_nodes[2:5]]
     doomed_nodes = []
     for i in range(4):
         name = 'st-doomed-%d' % i
@@ -216,6 +249,10 @@ def seed(seeder, conductor_host):
         'node_patch_paths': NODE_PATCH_PATHS,
         'allocation_patch_paths': ALLOCATION_PATCH_PATHS,
         'extension_versions': EXTENSION_VERSIONS,
+        'reservation_extension_versions': RESERVATION_EXTENSION_VERSIONS,
+        'reservations': reservations,
+        'doomed_reservations': doomed_reservations,
+        'reservable_nodes': reserve_nodes[5:],
         'resource_classes': ['st-silver', 'st-gold'],
     }
 

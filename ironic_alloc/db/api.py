@@ -187,7 +187,7 @@ class Connection(metaclass=abc.ABCMeta):
 
     @abc.abstractmethod
     def update_allocation(self, allocation_id, values):
-        """Update user fields (name, extra).
+        """Update user fields (name, extra, expires_at).
 
         :raises: AllocationNotFound, AllocationDuplicateName.
         """

@@ -96,6 +96,12 @@ class Allocation(base.IronicAllocObject):
         return cls.dbapi.explain_allocation(criteria, examples=examples,
                                             project=project)
 
+    @classmethod
+    def database_time(cls, context):
+        """The database's current time (naive UTC), the clock leases are
+        judged by."""
+        return cls.dbapi.get_database_time()
+
     def create(self, context=None):
         """Insert an allocating allocation.
 
@@ -117,7 +123,7 @@ class Allocation(base.IronicAllocObject):
         self._from_db_object(context or self._context, self, db_allocation)
 
     def save(self, context=None):
-        """Write changed user fields (name, extra).
+        """Write changed user fields (name, extra, expires_at).
 
         :raises: AllocationNotFound, AllocationDuplicateName.
         """

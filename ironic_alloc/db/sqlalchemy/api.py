@@ -600,7 +600,7 @@ class Connection(api.Connection):
 
     @retry_on_conflict
     def create_allocation(self, values):
-        values = dict(values)
+        values = _naive_lease_end(values)
         values.setdefault('uuid', uuidutils.generate_uuid())
         values.setdefault('state', states.ALLOCATING)
         with _connection_for_write() as conn:
@@ -638,8 +638,8 @@ class Connection(api.Connection):
 
     @retry_on_conflict
     def backfill_allocation(self, values, node_id, node_uuid, node_states):
-        values = dict(values, state=states.ALLOCATION_ACTIVE,
-                      node_id=node_id)
+        values = dict(_naive_lease_end(values),
+                      state=states.ALLOCATION_ACTIVE, node_id=node_id)
         values.setdefault('uuid', uuidutils.generate_uuid())
         with _connection_for_write() as conn:
             allocation = self._insert_allocation(conn, values,
@@ -707,6 +707,7 @@ class Connection(api.Connection):
 
     @retry_on_conflict
     def update_allocation(self, allocation_id, values):
+        values = _naive_lease_end(values)
         try:
             with _session_for_write() as session:
                 count = session.query(models.Allocation).filter_by(
@@ -1085,6 +1086,18 @@ def _free_node(conn, hold, node):
                      {'node_id': node.id, 'instance_info': info})
     else:
         conn.execute(stmts.FREE_NODE, {'node_id': node.id})
+
+
+def _naive_lease_end(values):
+    """``values`` with an aware expires_at as naive UTC, what the
+    expires_at column holds and utc_now() is compared with (PostgreSQL
+    would otherwise convert it by the session's time zone)."""
+    values = dict(values)
+    end = values.get('expires_at')
+    if end is not None and end.tzinfo is not None:
+        values['expires_at'] = end.astimezone(
+            datetime.timezone.utc).replace(tzinfo=None)
+    return values
 
 
 def _as_datetime(value):

@@ -169,6 +169,10 @@ class AllocationNotFound(NotFound):
     _msg_fmt = 'Allocation %(allocation)s could not be found.'
 
 
+class ReservationNotFound(NotFound):
+    _msg_fmt = 'Reservation %(reservation)s could not be found.'
+
+
 class NotAcceptable(IronicAllocException):
     _msg_fmt = 'Request not acceptable.'
     code = http_client.NOT_ACCEPTABLE
@@ -196,6 +200,27 @@ class InstanceAssociated(Conflict):
 class NodeAssociated(Conflict):
     _msg_fmt = ('Node %(node)s is associated with instance '
                 '%(instance)s.')
+
+
+class NoNodeReservable(Conflict):
+    """None of the nodes of a reservation request could be reserved.
+
+    ``reasons``: one {"node_uuid", "reason"} per requested node, in the
+    order of the request.
+    """
+
+    def __init__(self, reasons):
+        self.reasons = [dict(r) for r in reasons]
+        super().__init__(
+            'No node could be reserved: %s.' % '; '.join(
+                '%s %s' % (r['node_uuid'], r['reason'])
+                for r in self.reasons),
+            reasons=self.reasons)
+
+
+class NodeReserved(Conflict):
+    _msg_fmt = ('Node %(node)s is held by reservation %(reservation)s; '
+                '%(action)s needs the reservation deleted first.')
 
 
 class NodeLocked(Conflict):

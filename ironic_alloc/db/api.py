@@ -202,6 +202,63 @@ class Connection(metaclass=abc.ABCMeta):
         :raises: AllocationNotFound, InvalidState.
         """
 
+    # Reservations (allocation rows of kind 'reservation', extension 1.2)
+
+    @abc.abstractmethod
+    def create_reservation(self, values, node_uuids, ttl, project=None):
+        """Reserve the first node of ``node_uuids``, in their order, that
+        can be reserved.
+
+        Each node is tried in a transaction of its own: the reservation's
+        row (kind 'reservation', state active) is inserted and the node
+        bound to it (allocation_id, and instance_uuid =
+        values['instance_uuid']) by one guarded UPDATE: unlocked, passing
+        the picking rule and, with ``project``, owned or leased by it.
+
+        :param values: uuid (optional), instance_uuid, owner.
+        :param ttl: seconds of the lease from the database's clock.
+        :param project: the project of a project-scoped caller, who may
+            reserve only nodes it owns or leases (others are "not found").
+        :returns: the new row, with ``node_uuid``.
+        :raises: NoNodeReservable with the reason of every node,
+            InstanceAssociated when another node has the instance,
+            AllocationAlreadyExists for a taken uuid.
+        """
+
+    @abc.abstractmethod
+    def get_reservation_by_uuid(self, reservation_uuid):
+        """A reservation with its node's UUID (``node_uuid``).
+
+        :raises: ReservationNotFound (also for an allocation's uuid).
+        """
+
+    @abc.abstractmethod
+    def get_reservation_list(self, filters=None, limit=None, marker=None):
+        """One page of reservations (with ``node_uuid``) in id order.
+
+        :param filters: instance_uuid, node_id, owner.
+        :param marker: the id of the last reservation of the previous page.
+        """
+
+    @abc.abstractmethod
+    def update_reservation_expiry(self, reservation_id, expires_at):
+        """Set the end of a reservation's lease.
+
+        :returns: the row, with ``node_uuid``.
+        :raises: ReservationNotFound.
+        """
+
+    @abc.abstractmethod
+    def destroy_reservation(self, reservation_id, node_states=None):
+        """Delete a reservation and free its node (allocation_id and
+        instance_uuid) in one transaction.
+
+        :param node_states: when given, the node must be in one of these
+            provision states or in maintenance.
+        :returns: (uuid, node id or None) of the deleted reservation.
+        :raises: ReservationNotFound, InvalidState.
+        """
+
     @abc.abstractmethod
     def get_expired_holds(self, node_states, limit):
         """Ids of at most ``limit`` holds (allocations and reservations)

@@ -96,12 +96,6 @@ class Allocation(base.IronicAllocObject):
         return cls.dbapi.explain_allocation(criteria, examples=examples,
                                             project=project)
 
-    @classmethod
-    def database_time(cls, context):
-        """The database's current time (naive UTC), the clock leases are
-        judged by."""
-        return cls.dbapi.get_database_time()
-
     def create(self, context=None):
         """Insert an allocating allocation.
 
@@ -150,3 +144,56 @@ class Allocation(base.IronicAllocObject):
         """
         return cls.dbapi.destroy_allocation(allocation_id,
                                             node_states=node_states)
+
+    # Reservations: allocation rows of kind 'reservation' (API extension
+    # 1.2).  Each reader returns (Allocation, node UUID or None).
+
+    @classmethod
+    def _with_node_uuid(cls, context, row):
+        return cls._from_db_object(context, cls(), row), row.node_uuid
+
+    @classmethod
+    def reserve(cls, context, values, node_uuids, ttl, project=None):
+        """Reserve the first node of ``node_uuids`` that can be.
+
+        :raises: NoNodeReservable, InstanceAssociated,
+            AllocationAlreadyExists.
+        """
+        return cls._with_node_uuid(context, cls.dbapi.create_reservation(
+            values, node_uuids, ttl, project=project))
+
+    @classmethod
+    def get_reservation(cls, context, uuid):
+        """:raises: ReservationNotFound."""
+        return cls._with_node_uuid(context,
+                                   cls.dbapi.get_reservation_by_uuid(uuid))
+
+    @classmethod
+    def list_reservations(cls, context, filters=None, limit=None,
+                          marker=None):
+        """One page; ``marker`` is a reservation id."""
+        return [cls._with_node_uuid(context, row)
+                for row in cls.dbapi.get_reservation_list(
+                    filters=filters, limit=limit, marker=marker)]
+
+    @classmethod
+    def renew_reservation(cls, context, reservation_id, expires_at):
+        """:raises: ReservationNotFound."""
+        return cls._with_node_uuid(context,
+                                   cls.dbapi.update_reservation_expiry(
+                                       reservation_id, expires_at))
+
+    @classmethod
+    def destroy_reservation(cls, context, reservation_id, node_states=None):
+        """Delete a reservation and free its node atomically.
+
+        :returns: (uuid, node id or None).
+        :raises: ReservationNotFound, InvalidState.
+        """
+        return cls.dbapi.destroy_reservation(reservation_id,
+                                             node_states=node_states)
+
+    @classmethod
+    def database_time(cls, context):
+        """The database's clock (naive UTC), which judges leases."""
+        return cls.dbapi.get_database_time()

@@ -18,6 +18,7 @@ from sqlalchemy.ext import compiler as sa_compiler
 from ironic_alloc.common import compat
 from ironic_alloc.common import exception
 from ironic_alloc.common import matching
+from ironic_alloc.common import picking
 from ironic_alloc.common import states
 from ironic_alloc.conf import CONF
 from ironic_alloc.db import api
@@ -366,6 +367,32 @@ def _write_capabilities(session, node_id, properties):
                                           value=value))
 
 
+def _whole_second(value, up=False):
+    """``value`` in whole seconds, as every database stores it (MySQL's
+    DATETIME column has no fraction): rounded down, or up so that a lease
+    is never shorter than asked for."""
+    whole = value.replace(microsecond=0)
+    if up and whole != value:
+        whole += datetime.timedelta(seconds=1)
+    return whole
+
+
+def _refusal(node, project):
+    """Why ``node`` (a row of NODES_FOR_RESERVATION) cannot be reserved
+    by a caller of ``project`` (None: sees every node), or None."""
+    if project and project not in (node.owner, node.lessee):
+        return 'not found'
+    for condition in picking.PICKABLE:
+        if not picking.holds(condition, getattr(node, condition.field)):
+            if (condition.field == 'allocation_id'
+                    and node.holder_kind == stmts.KIND_RESERVATION):
+                return 'reserved'
+            return stmts.REFUSALS[condition.field] % node._asdict()
+    if node.reservation is not None:
+        return 'locked by a conductor'
+    return None
+
+
 # Why no node was reserved when some pass every constraint.
 _ALL_TAKEN = ('all matching nodes were reserved by concurrent allocations '
               'or locked by other operations')
@@ -684,13 +711,24 @@ class Connection(api.Connection):
         return _uuids_by_id(models.Node, node_ids)
 
     def get_allocation_uuids(self, allocation_ids):
-        return _uuids_by_id(models.Allocation, allocation_ids)
+        # NOTE: a node's allocation_uuid: Ironic's API never shows a
+        # reservation as one.
+        ids = list({i for i in allocation_ids if i is not None})
+        if not ids:
+            return {}
+        a = models.Allocation
+        with _session_for_read() as session:
+            return dict(session.query(a.id, a.uuid).filter(
+                a.id.in_(ids), a.kind == stmts.KIND_ALLOCATION).all())
 
     def get_allocation_list(self, filters=None, limit=None, marker=None,
                             sort_key=None, sort_dir=None):
         filters = dict(filters or {})
         with _session_for_read() as session:
-            query = session.query(models.Allocation)
+            # NOTE: Ironic's allocations only; reservations are listed by
+            # get_reservation_list().
+            query = session.query(models.Allocation).filter(
+                models.Allocation.kind == stmts.KIND_ALLOCATION)
             id_in = filters.pop('id_in', None)
             if id_in is not None:
                 query = query.filter(models.Allocation.id.in_(list(id_in)))
@@ -808,6 +846,159 @@ class Connection(api.Connection):
             conn.execute(stmts.NODES.update().where(
                 stmts.NODES.c.id == node_id).values(**values))
         return self.get_node_by_id(node_id)
+
+    # Reservations
+
+    def create_reservation(self, values, node_uuids, ttl, project=None):
+        values = dict(values, kind=stmts.KIND_RESERVATION,
+                      state=states.ALLOCATION_ACTIVE)
+        values.setdefault('uuid', uuidutils.generate_uuid())
+        values['expires_at'] = _whole_second(
+            self.get_database_time() + datetime.timedelta(seconds=ttl),
+            up=True)
+        with _connection_for_read() as conn:
+            holder = conn.execute(stmts.NODE_UUID_BY_INSTANCE, {
+                'instance_uuid': values['instance_uuid']}).scalar()
+            nodes = conn.execute(stmts.NODES_FOR_RESERVATION,
+                                 {'uuids': list(node_uuids)}).all()
+        if holder is not None:
+            raise exception.InstanceAssociated(
+                instance_uuid=values['instance_uuid'], node=holder)
+        by_uuid = {node.uuid: node for node in nodes}
+        for node_uuid in node_uuids:
+            node = by_uuid.get(node_uuid)
+            # NOTE: only the nodes that could be reserved when read are
+            # tried: a write transaction per hopeless node would queue
+            # behind every other writer for nothing (on SQLite the write
+            # lock is the whole database's).
+            if node is None or _refusal(node, project) is not None:
+                continue
+            row = self._reserve_one(values, node.id, project)
+            if row is not None:
+                row.node_uuid = node_uuid
+                return row
+        # NOTE: read again: the nodes tried above were taken meanwhile,
+        # and their reasons are those of now.
+        with _connection_for_read() as conn:
+            nodes = conn.execute(stmts.NODES_FOR_RESERVATION,
+                                 {'uuids': list(node_uuids)}).all()
+        by_uuid = {node.uuid: node for node in nodes}
+        reasons = []
+        for node_uuid in node_uuids:
+            node = by_uuid.get(node_uuid)
+            reason = ('not found' if node is None
+                      else _refusal(node, project)
+                      or 'reserved by a concurrent request')
+            reasons.append({'node_uuid': node_uuid, 'reason': reason})
+        raise exception.NoNodeReservable(reasons)
+
+    @retry_on_conflict
+    def _reserve_one(self, values, node_id, project):
+        """One attempt of create_reservation(): the row and the guarded
+        node write in one transaction, or nothing.
+
+        :returns: the new row, or None when the node was not reserved.
+        """
+        params = {'node_id': node_id,
+                  'instance_uuid': values['instance_uuid']}
+        if project:
+            params['c_visible_project'] = project
+        try:
+            with _connection_for_write() as conn:
+                values = dict(values, node_id=node_id)
+                result = conn.execute(stmts.INSERT_ALLOCATION, values)
+                params['allocation_id'] = result.inserted_primary_key[0]
+                count = conn.execute(
+                    stmts.reserve_for_reservation(project),
+                    params).rowcount
+                if count != 1:
+                    # Undoes the INSERT with the transaction.
+                    raise _NodeNotReserved()
+        except _NodeNotReserved:
+            return None
+        except db_exc.DBDuplicateEntry as exc:
+            columns = exc.columns or []
+            if 'instance_uuid' in columns or \
+                    'uniq_nodes0instance_uuid' in columns:
+                # NOTE: another node got the instance since the check.
+                raise exception.InstanceAssociated(
+                    instance_uuid=values['instance_uuid'],
+                    node=self._node_of_instance(values['instance_uuid']))
+            raise exception.AllocationAlreadyExists(uuid=values['uuid'])
+        row = dict.fromkeys(stmts.ALLOCATIONS.columns.keys())
+        row.update(result.last_inserted_params())
+        row['id'] = params['allocation_id']
+        return types.SimpleNamespace(**row)
+
+    @staticmethod
+    def _node_of_instance(instance_uuid):
+        with _connection_for_read() as conn:
+            return conn.execute(stmts.NODE_UUID_BY_INSTANCE, {
+                'instance_uuid': instance_uuid}).scalar() or 'unknown'
+
+    def get_reservation_by_uuid(self, reservation_uuid):
+        with _connection_for_read() as conn:
+            row = conn.execute(stmts.RESERVATION_BY_UUID,
+                               {'value': reservation_uuid}).first()
+        if row is None:
+            raise exception.ReservationNotFound(reservation=reservation_uuid)
+        return row
+
+    def get_reservation_list(self, filters=None, limit=None, marker=None):
+        filters = dict(filters or {})
+        unknown = set(filters) - {'instance_uuid', 'node_id', 'owner'}
+        if unknown:
+            raise ValueError('Unknown reservation filters: %s'
+                             % sorted(unknown))
+        params = dict(filters, marker=marker or 0)
+        # NOTE: no limit is the largest page SQL can express portably.
+        params['limit'] = limit if limit else 2 ** 31 - 1
+        with _connection_for_read() as conn:
+            return conn.execute(stmts.reservation_list(filters),
+                                params).all()
+
+    @retry_on_conflict
+    def update_reservation_expiry(self, reservation_id, expires_at):
+        with _connection_for_write() as conn:
+            count = conn.execute(stmts.RENEW_RESERVATION, {
+                'reservation_id': reservation_id,
+                'expires_at': _whole_second(expires_at)}).rowcount
+            if count != 1:
+                raise exception.ReservationNotFound(
+                    reservation=reservation_id)
+            return conn.execute(stmts.RESERVATION_BY_ID,
+                                {'value': reservation_id}).first()
+
+    @retry_on_conflict
+    def destroy_reservation(self, reservation_id, node_states=None):
+        with _connection_for_write() as conn:
+            reservation = conn.execute(stmts.RESERVATION_FOR_DELETE,
+                                       {'id': reservation_id}).first()
+            if reservation is None:
+                raise exception.ReservationNotFound(
+                    reservation=reservation_id)
+            node = None
+            if reservation.node_id is not None:
+                node = conn.execute(stmts.NODE_FOR_DEALLOCATION,
+                                    {'id': reservation.node_id}).first()
+            if (node is not None and node_states is not None
+                    and not node.maintenance
+                    and node.provision_state not in node_states):
+                raise exception.InvalidState(
+                    'Cannot delete reservation %(res)s since node %(node)s '
+                    'is in provision state "%(state)s" and not in '
+                    'maintenance' % {'res': reservation.uuid,
+                                     'node': node.uuid,
+                                     'state': node.provision_state})
+            conn.execute(stmts.DELETE_ALLOCATION, {'id': reservation_id})
+            if node is not None and node.allocation_id == reservation.id:
+                if node.instance_uuid == reservation.instance_uuid:
+                    conn.execute(stmts.FREE_NODE_AND_INSTANCE, {
+                        'node_id': node.id,
+                        'instance_info': node.instance_info})
+                else:
+                    conn.execute(stmts.FREE_NODE, {'node_id': node.id})
+        return reservation.uuid, reservation.node_id
 
     def reading(self):
         # NOTE: enginefacade joins the reads made inside to this

@@ -42,11 +42,28 @@ NODE_UNLOCKED = NODES.c.reservation.is_(None)
 
 # Allocations
 
-# One allocation by id, uuid or name (bind parameter "value").
+# The kinds of allocation rows: Ironic's allocations, and the reservations
+# of the reservations extension, which hold their node the same way.
+KIND_ALLOCATION = 'allocation'
+KIND_RESERVATION = 'reservation'
+IS_ALLOCATION = ALLOCATIONS.c.kind == KIND_ALLOCATION
+IS_RESERVATION = ALLOCATIONS.c.kind == KIND_RESERVATION
+
+
+def _by(column, *where):
+    return sa.select(ALLOCATIONS).where(
+        ALLOCATIONS.c[column] == _bind('value', ALLOCATIONS.c[column]),
+        *where)
+
+
+# One allocation by id, uuid or name (bind parameter "value").  By uuid
+# and by name these are the reads of Ironic's API, which never sees a
+# reservation; by id it is the conductor's read of a row it was given
+# (a node's allocation_id, whatever its kind).
 ALLOCATION_BY = {
-    column: sa.select(ALLOCATIONS).where(
-        ALLOCATIONS.c[column] == _bind('value', ALLOCATIONS.c[column]))
-    for column in ('id', 'uuid', 'name')
+    'id': _by('id'),
+    'uuid': _by('uuid', IS_ALLOCATION),
+    'name': _by('name', IS_ALLOCATION),
 }
 
 # The same, with its node's UUID as "node_uuid" (NULL without a node).
@@ -59,7 +76,8 @@ _NODE_UUID_OF_ALLOCATION = sa.select(NODES.c.uuid).where(
 ALLOCATION_WITH_NODE_UUID_BY = {
     column: sa.select(ALLOCATIONS,
                       _NODE_UUID_OF_ALLOCATION.label('node_uuid'))
-    .where(ALLOCATIONS.c[column] == _bind('value', ALLOCATIONS.c[column]))
+    .where(ALLOCATIONS.c[column] == _bind('value', ALLOCATIONS.c[column]),
+           IS_ALLOCATION)
     for column in ('id', 'uuid', 'name')
 }
 
@@ -76,6 +94,13 @@ ALLOCATION_FOR_DELETE = sa.select(
     ALLOCATIONS.c.kind, ALLOCATIONS.c.instance_uuid,
     ALLOCATIONS.c.expires_at,
 ).where(ALLOCATIONS.c.id == _bind('id', ALLOCATIONS.c.id)).with_for_update()
+
+# A reservation's row for its deletion (the same lock order).
+RESERVATION_FOR_DELETE = sa.select(
+    ALLOCATIONS.c.id, ALLOCATIONS.c.uuid, ALLOCATIONS.c.node_id,
+    ALLOCATIONS.c.instance_uuid,
+).where(ALLOCATIONS.c.id == _bind('id', ALLOCATIONS.c.id),
+        IS_RESERVATION).with_for_update()
 
 NODE_FOR_DEALLOCATION = sa.select(
     NODES.c.id, NODES.c.uuid, NODES.c.maintenance, NODES.c.provision_state,
@@ -512,3 +537,87 @@ def matching_uuids(shape, project):
             *_candidate_clauses(shape), *_visible(project)).order_by(
                 NODES.c.uuid).limit(sa.bindparam('limit'))
     return _cached(('uuids', (shape, bool(project))), build)
+
+
+# Reservations (API extension 1.2): allocation rows of kind
+# 'reservation', active from their insertion, whose node gets
+# allocation_id = the row's id and instance_uuid = the reservation's
+# instance, as an allocation's does.
+
+# Every column of a reservation and its node's UUID as "node_uuid".
+_RESERVATION_WITH_NODE_UUID = sa.select(
+    ALLOCATIONS, _NODE_UUID_OF_ALLOCATION.label('node_uuid')).where(
+        IS_RESERVATION)
+
+RESERVATION_BY_UUID = _RESERVATION_WITH_NODE_UUID.where(
+    ALLOCATIONS.c.uuid == _bind('value', ALLOCATIONS.c.uuid))
+
+RESERVATION_BY_ID = _RESERVATION_WITH_NODE_UUID.where(
+    ALLOCATIONS.c.id == _bind('value', ALLOCATIONS.c.id))
+
+
+def reservation_list(filters):
+    """At most "limit" reservations in id order after "marker" (an id,
+    0 for the start), with the filters named in ``filters`` (instance_uuid,
+    node_id, owner: bind parameters of those names)."""
+    def build(names):
+        query = _RESERVATION_WITH_NODE_UUID.where(
+            ALLOCATIONS.c.id > _bind('marker', ALLOCATIONS.c.id))
+        for name in names:
+            query = query.where(
+                ALLOCATIONS.c[name] == _bind(name, ALLOCATIONS.c[name]))
+        return query.order_by(ALLOCATIONS.c.id).limit(
+            sa.bindparam('limit'))
+    return _cached(('reservations', tuple(sorted(filters))), build)
+
+
+# Why a node cannot be reserved, for each node of a request ("uuids"):
+# the node's fields of the picking rule, its lock, who sees it, and the
+# kind of the row holding it (NULL when none).
+NODES_FOR_RESERVATION = sa.select(
+    NODES.c.id, NODES.c.uuid, NODES.c.owner, NODES.c.lessee,
+    NODES.c.reservation,
+    *[NODES.c[field] for field in sorted({c.field for c in picking.PICKABLE})],
+    ALLOCATIONS.c.kind.label('holder_kind'),
+).select_from(NODES.outerjoin(
+    ALLOCATIONS, ALLOCATIONS.c.id == NODES.c.allocation_id)).where(
+        NODES.c.uuid.in_(sa.bindparam('uuids', expanding=True)))
+
+# Each condition of the picking rule as the reason a node fails it, in a
+# reservation's 409 (formatted with the node's fields).
+REFUSALS = {
+    'provision_state': 'in provision state %(provision_state)s',
+    'maintenance': 'in maintenance',
+    'retired': 'retired',
+    'power_state': 'without a power state',
+    'allocation_id': 'held by an allocation',
+    'instance_uuid': 'held by an instance',
+}
+if sorted(REFUSALS) != sorted(c.field for c in picking.PICKABLE):
+    raise RuntimeError('REFUSALS must give a reason for every condition '
+                       'of picking.PICKABLE')
+
+
+def reserve_for_reservation(project):
+    """Binds node "node_id" to reservation "allocation_id" with instance
+    "instance_uuid" only while the node is unlocked, passes the picking
+    rule and, when ``project``, is owned or leased by the project
+    "c_visible_project": one winner for every node."""
+    def build(project):
+        return NODES.update().where(
+            NODES.c.id == _bind('node_id', NODES.c.id),
+            NODE_UNLOCKED,
+            *PICKABLE_CLAUSES,
+            *_visible(project),
+        ).values(
+            allocation_id=_bind('allocation_id', NODES.c.allocation_id),
+            instance_uuid=_bind('instance_uuid', NODES.c.instance_uuid))
+    return _cached(('reserve_for_reservation', bool(project)), build)
+
+
+# A reservation's new lease ("expires_at"), of reservation
+# "reservation_id" only.
+RENEW_RESERVATION = ALLOCATIONS.update().where(
+    ALLOCATIONS.c.id == _bind('reservation_id', ALLOCATIONS.c.id),
+    IS_RESERVATION,
+).values(expires_at=_bind('expires_at', ALLOCATIONS.c.expires_at))

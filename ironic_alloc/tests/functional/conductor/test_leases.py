@@ -36,23 +36,29 @@ def lease(seconds):
     return dbapi.get_database_time() + datetime.timedelta(seconds=seconds)
 
 
-def hold_node(context, node, kind=states.ALLOCATION_KIND, expires_at=None,
-              **kw):
-    """An active hold of ``kind`` on ``node``, written as the API and the
-    conductor write one: the row, then the node bound to it (its
-    instance: the allocation's uuid, or the reservation's instance)."""
-    values = dict(uuid=uuidutils.generate_uuid(), resource_class='gold',
-                  state=states.ALLOCATION_ACTIVE, node_id=node.id,
-                  traits=[], candidate_nodes=[], extra={}, kind=kind,
-                  expires_at=expires_at)
+def hold_node(context, node, kind=states.ALLOCATION_KIND, expires_at=None):
+    """An active hold of ``kind`` on ``node`` whose lease ends at
+    ``expires_at`` (None: never).
+
+    A reservation is made by the reservations' own database function; an
+    allocation is written as the API and the conductor write one: the
+    row, then the node bound to it (its instance: the allocation's uuid).
+    """
     if kind == states.RESERVATION_KIND:
-        values['instance_uuid'] = uuidutils.generate_uuid()
-    values.update(kw)
-    hold = allocation_obj.Allocation(context, **values)
+        hold, _node_uuid = allocation_obj.Allocation.reserve(
+            context, {'instance_uuid': uuidutils.generate_uuid()},
+            [node.uuid], ttl=60)
+        # NOTE: the lease is then set where the test needs it (in the
+        # past, for expiry), as a renewal writes it.
+        dbapi.update_allocation(hold.id, {'expires_at': expires_at})
+        return allocation_obj.Allocation.get_by_id(context, hold.id)
+    hold = allocation_obj.Allocation(
+        context, uuid=uuidutils.generate_uuid(), resource_class='gold',
+        state=states.ALLOCATION_ACTIVE, node_id=node.id, traits=[],
+        candidate_nodes=[], extra={}, kind=kind, expires_at=expires_at)
     hold.create()
-    dbapi.update_node(node.id, {
-        'allocation_id': hold.id,
-        'instance_uuid': values.get('instance_uuid') or hold.uuid})
+    dbapi.update_node(node.id, {'allocation_id': hold.id,
+                                'instance_uuid': hold.uuid})
     return hold
 
 

@@ -56,6 +56,14 @@ def wait_for_allocations(context, ids, timeout=60):
         time.sleep(0.05)
 
 
+def _instance_of(alloc):
+    """The instance_uuid a holding row gives its node: a reservation's
+    instance, an allocation's own uuid."""
+    if alloc.kind == 'reservation':
+        return alloc.instance_uuid
+    return alloc.uuid
+
+
 def check_invariant():
     """Node and allocation rows agree; no node has two allocations.
 
@@ -81,7 +89,7 @@ def check_invariant():
                 problems.append('allocation %s points to missing node %s'
                                 % (alloc.uuid, alloc.node_id))
             elif (node.allocation_id != alloc.id
-                  or node.instance_uuid != alloc.uuid):
+                  or node.instance_uuid != _instance_of(alloc)):
                 problems.append('allocation %s -> node %s, but node has '
                                 'allocation_id %s instance_uuid %s' % (
                                     alloc.uuid, node.uuid,

@@ -171,7 +171,9 @@ class TestAllocationLeases(_LeaseTestCase):
                 ({'op': 'replace', 'path': '/expires_at', 'value': None},
                  'A value is required'),
                 ({'op': 'replace', 'path': '/expires_at',
-                  'value': '2000-01-01T00:00:00'}, 'not in the future')):
+                  'value': '2000-01-01T00:00:00'}, 'not in the future'),
+                ({'op': 'replace', 'path': '/expires_at/x', 'value': 1},
+                 'only /name, /extra, /expires_at, /ttl may be changed')):
             status, doc = self.call('PATCH', url, [op])
             self.assertEqual(400, status, op)
             self.assertIn(message, self.error(status, doc))

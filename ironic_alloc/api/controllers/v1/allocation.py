@@ -519,10 +519,12 @@ def _patched_values(rpc_allocation, patch):
     for op in patch:
         root = op['path'].split('/')[1] if op['path'].count('/') else ''
         if root not in PATCHABLE:
+            allowed = ['/' + p for p in PATCHABLE]
+            if extensions.allow_extension('reservations'):
+                allowed.extend(LEASE_PATHS)
             raise exception.Invalid(
                 'Cannot update %s: only %s may be changed on an '
-                'allocation.' % (op['path'], ', '.join(
-                    '/' + p for p in PATCHABLE)))
+                'allocation.' % (op['path'], ', '.join(allowed)))
     doc = {'name': rpc_allocation.name,
            'extra': dict(rpc_allocation.extra or {})}
     patched = utils.apply_jsonpatch(doc, patch)

@@ -133,6 +133,9 @@ class TestAllocationLeases(_LeaseTestCase):
             ({'expires_at': far}, 'at most 3600 seconds from now'),
             ({'expires_at': 'tomorrow'}, 'Invalid expires_at "tomorrow"'),
             ({'expires_at': 12}, 'Invalid expires_at 12'),
+            ({'expires_at': '0001-01-01T00:00:00+05:00'},
+             'Invalid expires_at "0001-01-01T00:00:00+05:00"'),
+            ({'expires_at': '2026-13-40T00:00:00'}, 'Invalid expires_at'),
             ({'expires_at': far, 'node': 'x'}, 'when backfilling'),
         ]
         for extra, message in cases:

@@ -48,12 +48,13 @@ def parse_expires_at(value):
             'Invalid expires_at %s: an ISO 8601 date and time (UTC) is '
             'expected.' % _shown(value))
     try:
-        parsed = timeutils.parse_isotime(value)
-    except ValueError:
+        # NOTE: a time zone may move a date out of datetime's range.
+        return timeutils.normalize_time(
+            timeutils.parse_isotime(value)).replace(microsecond=0)
+    except (ValueError, OverflowError):
         raise exception.Invalid(
-            'Invalid expires_at "%s": an ISO 8601 date and time (UTC) is '
-            'expected.' % value)
-    return timeutils.normalize_time(parsed).replace(microsecond=0)
+            'Invalid expires_at %s: an ISO 8601 date and time (UTC) is '
+            'expected.' % _shown(value))
 
 
 def lease_end(ttl=None, expires_at=None):

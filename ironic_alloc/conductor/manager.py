@@ -43,6 +43,7 @@ class ConductorManager:
         changes = node_obj.obj_get_changes()
         changes.pop('traits', None)
         with task.node_lock(context, node_obj.id, self.host) as lock:
+            nodes.check_reservation(context, lock.node, changes)
             nodes.check_update(lock.node, changes)
             node = lock.node
             if ('instance_uuid' in changes and not changes['instance_uuid']

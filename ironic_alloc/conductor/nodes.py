@@ -2,6 +2,7 @@
 
 from ironic_alloc.common import exception
 from ironic_alloc.common import states
+from ironic_alloc.objects import allocation as allocation_obj
 
 # Fields that may change while a provision action is running.
 _CHANGEABLE_WHILE_WORKING = frozenset(['maintenance', 'maintenance_reason',
@@ -26,6 +27,31 @@ def check_update(node, changes):
             and new_instance != node.instance_uuid):
         raise exception.NodeAssociated(node=node.uuid,
                                        instance=node.instance_uuid)
+
+
+def check_reservation(context, node, changes):
+    """A node held by a reservation keeps the reservation's instance: a
+    change or removal of its instance_uuid is refused, naming the
+    reservation (the reservation is deleted instead).  Read under the
+    node's lock, which every reservation's write is guarded by, so the
+    hold cannot appear or change during the update.
+
+    :raises: NodeReserved.
+    """
+    if 'instance_uuid' not in changes or node.allocation_id is None:
+        return
+    try:
+        holder = allocation_obj.Allocation.get_by_id(context,
+                                                     node.allocation_id)
+    except exception.AllocationNotFound:
+        return
+    if holder.kind == 'reservation':
+        action = ('changing its instance_uuid'
+                  if changes['instance_uuid'] else
+                  'removing its instance_uuid')
+        raise exception.NodeReserved(node=node.uuid,
+                                     reservation=holder.uuid,
+                                     action=action)
 
 
 def _check_retired(node, changes):

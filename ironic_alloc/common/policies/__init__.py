@@ -9,9 +9,10 @@ import itertools
 from ironic_alloc.common.policies import allocation
 from ironic_alloc.common.policies import base
 from ironic_alloc.common.policies import node
+from ironic_alloc.common.policies import reservation
 from ironic_alloc.common.policies import service
 
 
 def list_rules():
     return list(itertools.chain(base.rules, node.rules, allocation.rules,
-                                service.rules))
+                                reservation.rules, service.rules))

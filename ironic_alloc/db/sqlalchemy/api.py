@@ -875,7 +875,6 @@ class Connection(api.Connection):
                 continue
             row = self._reserve_one(values, node.id, project)
             if row is not None:
-                row.node_uuid = node_uuid
                 return row
         # NOTE: read again: the nodes tried above were taken meanwhile,
         # and their reasons are those of now.
@@ -897,7 +896,8 @@ class Connection(api.Connection):
         """One attempt of create_reservation(): the row and the guarded
         node write in one transaction, or nothing.
 
-        :returns: the new row, or None when the node was not reserved.
+        :returns: the new row (with node_uuid), or None when the node was
+            not reserved.
         """
         params = {'node_id': node_id,
                   'instance_uuid': values['instance_uuid']}
@@ -914,6 +914,10 @@ class Connection(api.Connection):
                 if count != 1:
                     # Undoes the INSERT with the transaction.
                     raise _NodeNotReserved()
+                # NOTE: read back as stored (MySQL keeps whole seconds of
+                # created_at), so the answer equals every later read.
+                row = conn.execute(stmts.RESERVATION_BY_ID, {
+                    'value': params['allocation_id']}).first()
         except _NodeNotReserved:
             return None
         except db_exc.DBDuplicateEntry as exc:
@@ -925,10 +929,7 @@ class Connection(api.Connection):
                     instance_uuid=values['instance_uuid'],
                     node=self._node_of_instance(values['instance_uuid']))
             raise exception.AllocationAlreadyExists(uuid=values['uuid'])
-        row = dict.fromkeys(stmts.ALLOCATIONS.columns.keys())
-        row.update(result.last_inserted_params())
-        row['id'] = params['allocation_id']
-        return types.SimpleNamespace(**row)
+        return row
 
     @staticmethod
     def _node_of_instance(instance_uuid):

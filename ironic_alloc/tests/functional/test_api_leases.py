@@ -261,3 +261,76 @@ class TestDeployGuardOverHTTP(_LeaseTestCase):
             time.sleep(0.05)
         self.assertEqual(hold.instance_uuid, shown['instance_uuid'])
         self.assertIsNone(dbapi.get_allocation_by_id(hold.id).expires_at)
+
+
+class TestReservationLifeOverHTTP(_LeaseTestCase):
+    """A reservation made by POST /v1/reservations, deployed, torn down;
+    another one left to expire."""
+
+    def wait_node(self, node, state, timeout=30):
+        deadline = time.monotonic() + timeout
+        while True:
+            status, shown = self.call('GET', '/v1/nodes/%s' % node)
+            if shown['provision_state'] == state and (
+                    shown['reservation'] is None):
+                return shown
+            self.assertLess(time.monotonic(), deadline, shown)
+            time.sleep(0.05)
+
+    def test_reserve_deploy_tear_down(self):
+        node = utils.make_available_node(self.context, name='r1')
+        instance = uuidutils.generate_uuid()
+        status, doc = self.call('POST', '/v1/reservations', {
+            'instance_uuid': instance, 'node_uuid': [node.uuid],
+            'ttl': 600})
+        self.assertEqual(201, status, doc)
+        reservation = doc['reservation']['uuid']
+        status, doc = self.call('PUT', '/v1/nodes/r1/states/provision',
+                                {'target': 'active'})
+        self.assertEqual(409, status)
+        self.assertIn('held by reservation %s' % reservation,
+                      self.error(status, doc))
+        status, doc = self.call('PATCH', '/v1/nodes/r1', [
+            {'op': 'add', 'path': '/instance_info/reservation_uuid',
+             'value': reservation}])
+        self.assertEqual(200, status, doc)
+        status, doc = self.call('PUT', '/v1/nodes/r1/states/provision',
+                                {'target': 'active'})
+        self.assertEqual(202, status, doc)
+        shown = self.wait_node('r1', 'active')
+        self.assertEqual(instance, shown['instance_uuid'])
+        status, doc = self.call('GET', '/v1/reservations/%s' % reservation)
+        self.assertEqual((200, None), (status,
+                                       doc['reservation']['expires_at']))
+        status, doc = self.call('PUT', '/v1/nodes/r1/states/provision',
+                                {'target': 'deleted'})
+        self.assertEqual(202, status, doc)
+        shown = self.wait_node('r1', 'available')
+        self.assertEqual((None, {}), (shown['instance_uuid'],
+                                      shown['instance_info']))
+        status, doc = self.call('GET', '/v1/reservations/%s' % reservation)
+        self.assertEqual(404, status)
+
+    def test_reservation_expires(self):
+        CONF.set_override('expiry_interval', 1, group='reservation')
+        self.addCleanup(CONF.clear_override, 'expiry_interval',
+                        group='reservation')
+        node = utils.make_available_node(self.context, name='r2')
+        status, doc = self.call('POST', '/v1/reservations', {
+            'instance_uuid': uuidutils.generate_uuid(),
+            'node_uuid': [node.uuid], 'ttl': 1})
+        self.assertEqual(201, status, doc)
+        url = '/v1/reservations/%s' % doc['reservation']['uuid']
+        deadline = time.monotonic() + 30
+        while self.call('GET', url)[0] != 404:
+            self.assertLess(time.monotonic(), deadline)
+            time.sleep(0.2)
+        status, shown = self.call('GET', '/v1/nodes/r2')
+        self.assertEqual((None, None), (shown['instance_uuid'],
+                                        shown['allocation_uuid']))
+        # Free again: a new reservation gets it.
+        status, doc = self.call('POST', '/v1/reservations', {
+            'instance_uuid': uuidutils.generate_uuid(),
+            'node_uuid': [node.uuid]})
+        self.assertEqual(201, status, doc)
+

@@ -132,6 +132,8 @@ class PolicyAppTestCase(base.DbTestCase):
     def request(self, persona, method, path, body=None):
         headers = {'X-OpenStack-Ironic-API-Version':
                    versions.MAX_VERSION_STRING}
+        if path.startswith('/v1/reservations'):
+            headers['OpenStack-API-Version'] = RESERVATIONS_EXTENSION
         if persona is not None:
             headers['X-Auth-Token'] = persona
         if body is None:
@@ -147,7 +149,8 @@ class PolicyAppTestCase(base.DbTestCase):
 
         ``node``: available, owned by OWNER, leased by LESSEE, trait
         CUSTOM_A.  ``alloc_node``: the same, holding allocation
-        ``alloc`` owned by LESSEE; ``instance``: a new UUID.  Both nodes
+        ``alloc`` owned by LESSEE; ``resv_node``: the same, held by
+        reservation ``resv`` owned by LESSEE; ``instance``: a new UUID.  Both nodes
         are of resource class gold; the allocations created by the
         matrix ask for silver, so the conductor never hands these nodes
         out behind the test's back.
@@ -168,8 +171,14 @@ class PolicyAppTestCase(base.DbTestCase):
         alloc_node.allocation_id = alloc.id
         alloc_node.instance_uuid = alloc.uuid
         alloc_node.save()
+        resv_node = utils.make_available_node(
+            self.context, name='resv-node-' + suffix, owner=OWNER,
+            lessee=LESSEE)
+        resv = objects.Allocation.reserve(
+            self.context, {'instance_uuid': uuidutils.generate_uuid(),
+                           'owner': LESSEE}, [resv_node.uuid], 600)[0]
         return {'node': node.uuid, 'alloc_node': alloc_node.uuid,
-                'alloc': alloc.uuid,
+                'alloc': alloc.uuid, 'resv': resv.uuid,
                 'instance': uuidutils.generate_uuid()}
 
 
@@ -191,6 +200,8 @@ def _fill(value, world):
 
 N = '/v1/nodes/{node}'
 A = '/v1/allocations/{alloc}'
+R = '/v1/reservations/{resv}'
+RESERVATIONS_EXTENSION = 'ironic-alloc 1.2'
 NEW_NODE = {'driver': 'fake-hardware', 'resource_class': 'gold'}
 NEW_ALLOC = {'resource_class': 'silver'}
 
@@ -304,6 +315,20 @@ MATRIX = [
     ('allocation_update', 'PATCH', A, _patch('/extra/k', 'v', 'add'),
      '200 200 403  404 404 404  200 200 403  404 404 404'),
     ('allocation_delete', 'DELETE', A, None,
+     '204 204 403  404 404 404  204 204 403  404 404 404'),
+    # Reservations (extension 1.2): a project reserves only nodes it owns
+    # or leases; the others are "not found" (409 with that reason).
+    ('reservation_list', 'GET', '/v1/reservations', None,
+     '200 200 200  200 200 200  200 200 200  200 200 200'),
+    ('reservation_get', 'GET', R, None,
+     '200 200 200  404 404 404  200 200 200  404 404 404'),
+    ('reservation_create', 'POST', '/v1/reservations',
+     {'instance_uuid': '{instance}', 'node_uuid': ['{node}']},
+     '201 201 403  201 201 403  201 201 403  409 409 403'),
+    ('reservation_update', 'PATCH', R,
+     [{'op': 'replace', 'path': '/ttl', 'value': 60}],
+     '200 200 403  404 404 404  200 200 403  404 404 404'),
+    ('reservation_delete', 'DELETE', R, None,
      '204 204 403  404 404 404  204 204 403  404 404 404'),
     ('conductor_list', 'GET', '/v1/conductors', None,
      '200 200 200  403 403 403  403 403 403  403 403 403'),

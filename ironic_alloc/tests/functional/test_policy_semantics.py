@@ -7,6 +7,7 @@ stand-in for keystonemiddleware's token validation.
 
 import json
 
+from oslo_utils import uuidutils
 import webtest
 
 from ironic_alloc.api import app as api_app
@@ -363,3 +364,49 @@ class TestExplainVisibility(VisibilityTestCase):
                                                  'owner': OTHER})
         self.assertEqual(403, response.status_int)
         self.assertIn('create_restricted', _fault(response))
+
+
+class ReservationOwnershipTestCase(matrix.PolicyAppTestCase):
+    """Reservations (extension 1.2) follow the allocation rules: owned by
+    the caller's project, on nodes it owns or leases, listed per
+    project."""
+
+    def reserve(self, persona, nodes):
+        return self.request(persona, 'POST', '/v1/reservations', {
+            'instance_uuid': uuidutils.generate_uuid(),
+            'node_uuid': nodes})
+
+    def test_project_reserves_its_nodes_and_sees_its_reservations(self):
+        foreign = utils.make_available_node(self.context, owner=OTHER)
+        leased = utils.make_available_node(self.context, owner=OTHER,
+                                           lessee=LESSEE)
+        owned = utils.make_available_node(self.context, owner=OWNER)
+        response = self.reserve('lessee_member', [foreign.uuid, owned.uuid,
+                                                  leased.uuid])
+        self.assertEqual(201, response.status_int, response.text)
+        self.assertEqual(leased.uuid, response.json['reservation'][
+            'node_uuid'])
+        self.assertEqual(LESSEE, response.json['reservation']['owner'])
+        # The foreign and the owner's nodes are "not found" for it.
+        response = self.reserve('lessee_member', [foreign.uuid, owned.uuid])
+        self.assertEqual(409, response.status_int, response.text)
+        fault = json.loads(response.json['error_message'])
+        self.assertEqual(['not found', 'not found'],
+                         [r['reason'] for r in fault['reasons']])
+        response = self.reserve('owner_member', [owned.uuid])
+        self.assertEqual(201, response.status_int, response.text)
+        response = self.reserve('system_member', [foreign.uuid])
+        self.assertEqual(201, response.status_int, response.text)
+        self.assertIsNone(response.json['reservation']['owner'])
+
+        def owners(persona):
+            response = self.request(persona, 'GET', '/v1/reservations')
+            self.assertEqual(200, response.status_int, response.text)
+            return sorted(str(r['owner'])
+                          for r in response.json['reservations'])
+
+        self.assertEqual(sorted([LESSEE, OWNER, 'None']),
+                         owners('system_reader'))
+        self.assertEqual([LESSEE], owners('lessee_reader'))
+        self.assertEqual([OWNER], owners('owner_reader'))
+        self.assertEqual([], owners('other_reader'))

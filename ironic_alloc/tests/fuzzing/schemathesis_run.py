@@ -79,6 +79,10 @@ ALLOCATION_PATCH_PATHS = ['/name', '/extra/st', '/owner']
 # none or an older one.
 EXTENSION_VERSIONS = ['ironic-alloc 1.1', 'ironic-alloc latest',
                       'baremetal 1.79, ironic-alloc 1.1']
+# The same for the operations of extension 1.2 (reservations).
+RESERVATION_EXTENSION_VERSIONS = ['ironic-alloc 1.2', 'ironic-alloc latest',
+                                  'baremetal 1.79, ironic-alloc 1.2',
+                                  'ironic-alloc 1.1']
 
 # Operations given identifiers of their own dictionary, by parameter.
 OPERATION_DICTIONARIES = {
@@ -92,6 +96,12 @@ OPERATION_DICTIONARIES = {
                           'extension_versions',
                           'body.resource_class': 'resource_classes'},
 }
+OPERATION_DICTIONARIES.update({
+    operation: {'header.OpenStack-API-Version':
+                'reservation_extension_versions'}
+    for operation in ('createReservation', 'listReservations',
+                      'getReservation', 'renewReservation',
+                      'deleteReservation')})
 
 # How often a bound parameter takes a dictionary value rather than a
 # generated one.
@@ -216,6 +226,7 @@ def seed(seeder, conductor_host):
         'node_patch_paths': NODE_PATCH_PATHS,
         'allocation_patch_paths': ALLOCATION_PATCH_PATHS,
         'extension_versions': EXTENSION_VERSIONS,
+        'reservation_extension_versions': RESERVATION_EXTENSION_VERSIONS,
         'resource_classes': ['st-silver', 'st-gold'],
     }
 

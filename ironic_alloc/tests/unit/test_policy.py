@@ -52,7 +52,9 @@ class RulesTestCase(base.TestCase):
             'driver_info')}
         composed |= {'baremetal:node:list', 'baremetal:node:list_all',
                      'baremetal:allocation:list',
-                     'baremetal:allocation:list_all'}
+                     'baremetal:allocation:list_all',
+                     'baremetal:reservation:list',
+                     'baremetal:reservation:list_all'}
         self.assertEqual(set(), registered - used - composed -
                          BUILDING_BLOCKS)
 

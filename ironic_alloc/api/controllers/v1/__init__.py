@@ -18,6 +18,7 @@ from ironic_alloc.api.controllers.v1 import driver
 from ironic_alloc.api.controllers.v1 import extensions
 from ironic_alloc.api.controllers.v1 import negotiation
 from ironic_alloc.api.controllers.v1 import node
+from ironic_alloc.api.controllers.v1 import reservation
 from ironic_alloc.api.controllers.v1 import types
 from ironic_alloc.api.controllers.v1 import unsupported
 from ironic_alloc.api.controllers.v1 import utils
@@ -99,6 +100,10 @@ class Controller(rest.RestController):
         return (routing.sub_controller(self, args, request)
                 or super()._route(args, request))
 
+
+# ironic_alloc's own endpoints, gated by their extension feature.
+extensions.ENDPOINTS['reservations'] = (
+    'reservations', reservation.ReservationsController())
 
 for _name, _feature in unsupported.TOP_LEVEL_FEATURES.items():
     setattr(Controller, _name, unsupported.feature_controller(_feature)())

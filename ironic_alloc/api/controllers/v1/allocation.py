@@ -775,6 +775,11 @@ class NodeAllocationController(rest.RestController):
                 allocation='of node %s' % self.node_ident)
         rpc_allocation = objects.Allocation.get_by_id(api.request.context,
                                                       node.allocation_id)
+        if rpc_allocation.kind != 'allocation':
+            # NOTE: a node held by a reservation (extension 1.2) has no
+            # allocation for Ironic's API, only an instance.
+            raise exception.AllocationNotFound(
+                allocation='of node %s' % self.node_ident)
         access.authorize_allocation(rule, rpc_allocation)
         return node, rpc_allocation
 

@@ -76,7 +76,9 @@ FIELDS = {
 }
 
 # Top-level /v1 name -> (feature, controller instance).  The name must
-# not be one of IRONIC_RESOURCES (unit-tested).
+# not be one of IRONIC_RESOURCES (unit-tested).  Filled by v1/__init__.py,
+# which imports the controllers (this module is imported by them):
+# 'reservations' (feature "reservations").
 ENDPOINTS = {}
 
 # Top-level /v1 resources that Ironic has or has announced (its v1

@@ -57,8 +57,10 @@ class TestAllocationLeases(_LeaseTestCase):
         self.assertEqual('active', allocation['state'])
         end = _parse(allocation['expires_at'])
         self.assertEqual(datetime.timezone.utc, end.tzinfo)
+        # Rounded up to the second, never shorter than the ttl.
         self.assertGreaterEqual(end, before + datetime.timedelta(seconds=300))
-        self.assertLessEqual(end, after + datetime.timedelta(seconds=300))
+        self.assertLessEqual(end, after + datetime.timedelta(seconds=301))
+        self.assertEqual(0, end.microsecond)
         status, shown = self.call('GET', '/v1/allocations/leased')
         self.assertEqual(allocation['expires_at'], shown['expires_at'])
         self.assertNotIn('ttl', shown)

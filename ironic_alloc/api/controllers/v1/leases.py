@@ -5,7 +5,8 @@ A lease ends at a time of the database clock: ``ttl`` counts from the
 database's current time, and an ``expires_at`` is checked against it,
 so conductors judging expiry (by the same clock, in SQL) and the API
 never disagree however the hosts' clocks drift.  Leases are kept to the
-second: MySQL's DATETIME has no fraction.
+second (MySQL's DATETIME has no fraction), rounded so that a lease is
+never shorter than its ttl.
 """
 
 import datetime
@@ -71,7 +72,12 @@ def lease_end(ttl=None, expires_at=None):
     if ttl is not None:
         check_ttl(ttl)
         now = objects.Allocation.database_time(api.request.context)
-        return now.replace(microsecond=0) + datetime.timedelta(seconds=ttl)
+        # NOTE: up to the next whole second: a lease never shorter than
+        # asked for.
+        whole = now.replace(microsecond=0)
+        if whole != now:
+            whole += datetime.timedelta(seconds=1)
+        return whole + datetime.timedelta(seconds=ttl)
     end = parse_expires_at(expires_at)
     now = objects.Allocation.database_time(api.request.context)
     latest = now + datetime.timedelta(seconds=_max_ttl())

@@ -110,8 +110,9 @@ class LeaseTestCase(base.DbTestCase):
         self.conductor_fixtures = [
             self.useFixture(ia_fixtures.ConductorFixture(host='lease-%d' % i))
             for i in range(self.conductors)]
-        self.conductor = self.conductor_fixtures[0]
-        self.rpcapi = self.conductor.rpcapi
+        if self.conductor_fixtures:
+            self.conductor = self.conductor_fixtures[0]
+            self.rpcapi = self.conductor.rpcapi
 
     def released_lines(self, uuid):
         return [line for line in self.log.output.splitlines()
@@ -183,6 +184,23 @@ class TestExpiryWithThreeConductors(LeaseTestCase):
                 continue
             self.assertIsNone(node.allocation_id)
             self.assertIsNone(node.instance_uuid)
+        self.assertEqual([], disagreements())
+
+
+class TestExpiryWithoutTakeOver(LeaseTestCase):
+
+    conductors = 0
+
+    def test_take_over_settings_do_not_disable_expiry(self):
+        self.useFixture(ia_fixtures.ConductorFixture(
+            host='no-take-over', check_allocations_interval=0,
+            sync_local_state_interval=0, allocation_redrive_interval=3600))
+        node = utils.make_available_node(self.context)
+        hold = hold_node(self.context, node, states.RESERVATION_KIND,
+                         lease(-5))
+        # Only the periodic task can release it here.
+        self.wait_gone([hold.uuid])
+        self.assertEqual(1, len(self.released_lines(hold.uuid)))
         self.assertEqual([], disagreements())
 
 

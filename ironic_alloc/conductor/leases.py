@@ -62,7 +62,7 @@ class LeaseExpiry:
         LOG.info('%(kind)s %(hold)s released (node %(node)s): its lease '
                  'ended at %(end)s (UTC, database clock)',
                  {'kind': hold.kind.capitalize(), 'hold': hold.uuid,
-                  'node': hold.node_uuid, 'end': hold.expires_at})
+                  'node': hold.node_uuid or 'none', 'end': hold.expires_at})
         # NOTE: as after a DELETE: the rows are gone first, then the
         # backend lets go of what it holds outside the database; a
         # release that fails there is repaired by its periodic work.

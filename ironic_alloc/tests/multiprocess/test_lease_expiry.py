@@ -1,12 +1,13 @@
 """Expiry of leases with three conductor processes, one of them killed
 with ``kill -9`` in the middle of its releases.
 
-Thousands of holds (allocations and reservations) whose lease ended are
-written as the API writes them; three ``ironic-alloc-conductor``
-processes release them.  One is stopped (SIGSTOP) while it releases, so
-it holds the row locks of an open transaction, then killed.  The others
-must release every hold exactly once, and node and hold rows must agree
-at the end: the killed conductor's open release rolled back.
+Holds (allocations and reservations) whose lease ended are written as
+the API writes them.  A first ``ironic-alloc-conductor`` releases them;
+it is stopped (SIGSTOP) while it releases, so it keeps the row locks of
+an open transaction, two more conductors start, and the first is killed.
+The others must release every hold left exactly once, and node and hold
+rows must agree at the end: the killed conductor's open release rolled
+back.
 
 Runs with the rest of the multi-process tier (RabbitMQ and PostgreSQL or
 MariaDB; see fixtures.py).
@@ -80,19 +81,20 @@ class TestLeaseExpiry(test_fault_tolerance.MultiProcessTestCase):
         self.cluster.rebuild_schema()
         node_uuids = self.cluster.load_nodes(HOLDS)
         expired = self.hold_all(node_uuids)
-        for name in ('c1', 'c2', 'c3'):
-            self.cluster.start_conductor(name, wait=False,
-                                         options=EXPIRY_OPTIONS)
-        c1 = self.cluster.conductors['c1']
+        c1 = self.cluster.start_conductor('c1', wait=False,
+                                          options=EXPIRY_OPTIONS)
         self.wait_for('c1 releasing',
                       lambda: RELEASED.search(c1.log_text()),
                       mp.START_TIMEOUT)
         # NOTE: stopped while it releases, c1 keeps its open transaction
         # and the locks of the rows it was releasing until the kill ends
-        # its connection.
+        # its connection; the other two start meanwhile and meet them.
         c1.pause()
         left = self.held()
         mp.log('c1 stopped with %d of %d holds left', left, HOLDS)
+        self.assertGreater(left, 0, 'c1 released everything alone')
+        for name in ('c2', 'c3'):
+            self.cluster.start_conductor(name, options=EXPIRY_OPTIONS)
         time.sleep(1)
         c1.kill()
         mp.log('kill -9 c1')

@@ -16,6 +16,7 @@ import threading
 import fixtures
 from oslo_config import fixture as config_fixture
 from oslotest import base as oslo_base
+import pecan
 import sqlalchemy as sa
 
 from ironic_alloc.common import context as ia_context
@@ -116,12 +117,22 @@ class Database(fixtures.Fixture):
                 conn.execute(table.delete())
 
 
+def _reset_wsme_debug():
+    # NOTE: WSME reads "debug" (tracebacks in error bodies) from Pecan's
+    # process-wide configuration, which api/app.setup_app sets from
+    # [api]debug_tracebacks_in_api: a test that enabled it must not leave
+    # tracebacks on for the tests after it in the same process.
+    pecan.configuration.set_config({'wsme': {'debug': False}})
+
+
 class TestCase(oslo_base.BaseTestCase):
     """Known configuration, an admin context, no stray state."""
 
     def setUp(self):
         super().setUp()
         _parse_conf_once()
+        _reset_wsme_debug()
+        self.addCleanup(_reset_wsme_debug)
         self.cfg_fixture = self.useFixture(config_fixture.Config(CONF))
         self.context = ia_context.get_admin_context()
         self.config(host='test-host')

@@ -254,6 +254,19 @@ class AllocationLost(Conflict):
                 'over by another conductor.')
 
 
+class ReservationRequired(Conflict):
+    _msg_fmt = ('Node %(node)s is held by reservation %(reservation)s: a '
+                'deploy of it must name that reservation in the node\'s '
+                'instance_info.reservation_uuid (it has %(given)s).')
+
+
+class ReservationNotHolding(Conflict):
+    _msg_fmt = ('Reservation %(reservation)s, named by the '
+                'instance_info.reservation_uuid of node %(node)s, does not '
+                'hold the node (its lease ended or it was deleted); the '
+                'node is %(holder)s.')
+
+
 class NodeChanged(Conflict):
     _msg_fmt = ('Node %(node)s changed while the request was processed: '
                 '%(reason)s. Please retry.')

@@ -151,3 +151,9 @@ ALLOCATION_STATES = (ALLOCATING, ALLOCATION_ACTIVE, ALLOCATION_ERROR)
 
 # Node provision states in which an allocation may be backfilled (1.58).
 BACKFILL_STATES = (ACTIVE, DEPLOYING, DEPLOYWAIT)
+
+# Kinds of holds (allocations.kind): an Ironic allocation, or a
+# reservation of the reservations extension.  Both hold their node the
+# same way; a reservation binds its node to its own instance_uuid.
+ALLOCATION_KIND = 'allocation'
+RESERVATION_KIND = 'reservation'

@@ -5,6 +5,7 @@ import oslo_messaging as messaging
 
 from ironic_alloc.common import exception
 from ironic_alloc.conductor import allocations
+from ironic_alloc.conductor import leases
 from ironic_alloc.conductor import nodes
 from ironic_alloc.conductor import provisioning
 from ironic_alloc.conductor import task
@@ -111,8 +112,14 @@ class ConductorManager:
             rollback = {'provision_state': lock.node.provision_state,
                         'target_provision_state':
                             lock.node.target_provision_state}
-            lock.node.update(provisioning.start_values(transition))
-            lock.node.save()
+            if action == 'deploy':
+                # NOTE: the deploy guard and the end of the hold's lease,
+                # in the transaction that moves the node to deploying.
+                leases.begin_deploy(lock.node, self.host,
+                                    provisioning.start_values(transition))
+            else:
+                lock.node.update(provisioning.start_values(transition))
+                lock.node.save()
             self.pool.spawn_with_lock(
                 lock, rollback, self._finish_provisioning, context, lock,
                 action, transition)
@@ -161,7 +168,8 @@ class ConductorManager:
             values = provisioning.finish_values(node, action, transition,
                                                 on_state=write_intermediate)
             if action == 'undeploy' and node.allocation_id:
-                # NOTE: tear-down ends the allocation (rebuild keeps it).
+                # NOTE: tear-down ends the allocation or the reservation
+                # holding the node (rebuild keeps it).
                 allocations.destroy(context, node.allocation_id,
                                     self.backend, node_states=None)
         except Exception as exc:

@@ -8,6 +8,7 @@ it:
 * ``workers.WorkerPool`` and ``workers.AllocationWorker``: the bounded
   pool and the allocations in flight on it;
 * ``takeover.TakeOver``: re-drive, take-over, hand-back, dead locks;
+* ``leases.LeaseExpiry``: the release of holds whose lease ended;
 * the allocation backend (``backends.load()``) and its background work;
 * ``periodics.PeriodicTasks``: the periodic tasks of all of them;
 * ``manager.ConductorManager``: the RPC endpoints.
@@ -20,6 +21,7 @@ import oslo_messaging as messaging
 
 from ironic_alloc.common import rpc
 from ironic_alloc.conductor import backends
+from ironic_alloc.conductor import leases
 from ironic_alloc.conductor import manager
 from ironic_alloc.conductor import periodics
 from ironic_alloc.conductor import registration
@@ -48,6 +50,7 @@ class ConductorService:
         self.pool = None
         self.allocation_worker = None
         self.takeover = None
+        self.lease_expiry = None
         self.periodic_tasks = None
         self.manager = None
         self._rpc_server = None
@@ -68,6 +71,7 @@ class ConductorService:
         self.takeover = takeover.TakeOver(self.registration,
                                           self.allocation_worker)
         self.takeover.release_own_locks()
+        self.lease_expiry = leases.LeaseExpiry(self.backend)
         self.backend.start()
         self.manager = manager.ConductorManager(
             self.host, self.pool, self.allocation_worker, self.backend)
@@ -146,4 +150,9 @@ class ConductorService:
              self.takeover.take_over, False),
             (CONF.conductor.sync_local_state_interval,
              self.takeover.release_dead_locks, False),
+            # NOTE: not a take-over setting: every conductor releases
+            # expired holds, whatever those say (the option's minimum is
+            # 1, so it is never disabled).
+            (CONF.reservation.expiry_interval,
+             self.lease_expiry.release_expired, True),
         ] + self.backend.periodic_tasks(reloading)

@@ -187,7 +187,7 @@ class Connection(metaclass=abc.ABCMeta):
 
     @abc.abstractmethod
     def update_allocation(self, allocation_id, values):
-        """Update user fields (name, extra).
+        """Update user fields (name, extra, expires_at).
 
         :raises: AllocationNotFound, AllocationDuplicateName.
         """
@@ -257,6 +257,45 @@ class Connection(metaclass=abc.ABCMeta):
             provision states or in maintenance.
         :returns: (uuid, node id or None) of the deleted reservation.
         :raises: ReservationNotFound, InvalidState.
+        """
+
+    @abc.abstractmethod
+    def get_expired_holds(self, node_states, limit):
+        """Ids of at most ``limit`` holds (allocations and reservations)
+        whose lease ended by the database clock and that
+        release_expired_hold() may release now, the oldest lease first.
+
+        :param node_states: provision states in which DELETE frees a
+            node (a node in maintenance is freed in any state).
+        """
+
+    @abc.abstractmethod
+    def release_expired_hold(self, hold_id, node_states):
+        """Delete a hold whose lease ended and free its node, in one
+        transaction, as destroy_allocation() does; only while its lease
+        has still passed (by the database clock), its node is not locked
+        by a conductor and is in ``node_states`` or in maintenance.
+
+        :returns: the released hold (id, uuid, kind, node_id, node_uuid,
+            expires_at), or None when this call released nothing (another
+            conductor did, the lease was renewed or cleared, the node is
+            busy).
+        """
+
+    @abc.abstractmethod
+    def begin_deploy(self, node_id, host, values, check):
+        """Start a deploy: write ``values`` to the node locked by
+        ``host`` and clear the lease of the node's hold, in one
+        transaction.
+
+        :param check: ``check(node, hold)``, called inside the
+            transaction with the locked node row (uuid, allocation_id,
+            instance_info) and its locked hold row (uuid, kind,
+            instance_uuid, expires_at) or None; an exception it raises
+            rolls the transaction back.
+        :returns: the node model.
+        :raises: NodeNotFound, NodeLocked, NodeChanged, what ``check``
+            raises.
         """
 
     @abc.abstractmethod

@@ -117,7 +117,7 @@ class Allocation(base.IronicAllocObject):
         self._from_db_object(context or self._context, self, db_allocation)
 
     def save(self, context=None):
-        """Write changed user fields (name, extra).
+        """Write changed user fields (name, extra, expires_at).
 
         :raises: AllocationNotFound, AllocationDuplicateName.
         """

@@ -142,6 +142,17 @@ class Node(base.IronicAllocObject):
         db_node = self.dbapi.update_node(self.id, values)
         self._from_db_object(context or self._context, self, db_node)
 
+    def begin_deploy(self, host, values, check):
+        """Write the start of a deploy (``values``) to this node, locked
+        by ``host``, and end the lease of its hold, in one transaction;
+        see db.api.Connection.begin_deploy for ``check``.
+
+        :raises: NodeNotFound, NodeLocked, NodeChanged, what ``check``
+            raises.
+        """
+        db_node = self.dbapi.begin_deploy(self.id, host, values, check)
+        self._from_db_object(self._context, self, db_node)
+
     def destroy(self):
         self.dbapi.destroy_node(self.id)
         self.obj_reset_changes()

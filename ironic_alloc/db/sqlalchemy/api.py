@@ -120,6 +120,34 @@ def _utc_now_sqlite(element, compiler, **kw):
     return "strftime('%Y-%m-%d %H:%M:%f', 'now')"
 
 
+# Leases, judged by the database clock (utc_now, not a process's clock).
+
+# At most "limit" holds (allocations of both kinds) whose lease passed and
+# that a release may take now, the oldest lease first: those without a
+# node, and those whose node no conductor is changing and that DELETE
+# would free (one of "node_states", or in maintenance).  A node being
+# deployed is never among them: the deploy cleared its hold's lease.
+_EXPIRED_HOLDS = sa.select(stmts.ALLOCATIONS.c.id).select_from(
+    stmts.ALLOCATIONS.outerjoin(
+        stmts.NODES, stmts.NODES.c.id == stmts.ALLOCATIONS.c.node_id),
+).where(
+    stmts.ALLOCATIONS.c.expires_at < utc_now(),
+    sa.or_(stmts.NODES.c.id.is_(None), sa.and_(
+        stmts.NODE_UNLOCKED,
+        sa.or_(stmts.NODES.c.maintenance == sa.true(),
+               stmts.NODES.c.provision_state.in_(
+                   sa.bindparam('node_states', expanding=True))))),
+).order_by(stmts.ALLOCATIONS.c.expires_at, stmts.ALLOCATIONS.c.id).limit(
+    sa.bindparam('limit'))
+
+# The release itself: the row goes only while its lease has passed, so of
+# several conductors releasing it one deletes it (rowcount 1) and a lease
+# renewed or cleared meanwhile (a deploy) keeps it.
+_DELETE_EXPIRED_HOLD = stmts.ALLOCATIONS.delete().where(
+    stmts.ALLOCATIONS.c.id == sa.bindparam('id'),
+    stmts.ALLOCATIONS.c.expires_at < utc_now())
+
+
 @event.listens_for(sa.engine.Engine, 'connect')
 def _configure_sqlite(dbapi_conn, connection_record):
     if type(dbapi_conn).__module__.split('.')[0] != 'sqlite3':
@@ -599,7 +627,7 @@ class Connection(api.Connection):
 
     @retry_on_conflict
     def create_allocation(self, values):
-        values = dict(values)
+        values = _naive_lease_end(values)
         values.setdefault('uuid', uuidutils.generate_uuid())
         values.setdefault('state', states.ALLOCATING)
         with _connection_for_write() as conn:
@@ -637,8 +665,8 @@ class Connection(api.Connection):
 
     @retry_on_conflict
     def backfill_allocation(self, values, node_id, node_uuid, node_states):
-        values = dict(values, state=states.ALLOCATION_ACTIVE,
-                      node_id=node_id)
+        values = dict(_naive_lease_end(values),
+                      state=states.ALLOCATION_ACTIVE, node_id=node_id)
         values.setdefault('uuid', uuidutils.generate_uuid())
         with _connection_for_write() as conn:
             allocation = self._insert_allocation(conn, values,
@@ -717,6 +745,7 @@ class Connection(api.Connection):
 
     @retry_on_conflict
     def update_allocation(self, allocation_id, values):
+        values = _naive_lease_end(values)
         try:
             with _session_for_write() as session:
                 count = session.query(models.Allocation).filter_by(
@@ -750,15 +779,73 @@ class Connection(api.Connection):
                                      'node': node.uuid,
                                      'state': node.provision_state})
             conn.execute(stmts.DELETE_ALLOCATION, {'id': allocation_id})
-            if node is not None and node.allocation_id == allocation.id:
-                if node.instance_uuid == allocation.uuid:
-                    info = dict(node.instance_info or {})
-                    info.pop('traits', None)
-                    conn.execute(stmts.FREE_NODE_AND_INSTANCE,
-                                 {'node_id': node.id, 'instance_info': info})
-                else:
-                    conn.execute(stmts.FREE_NODE, {'node_id': node.id})
+            _free_node(conn, allocation, node)
         return allocation.uuid, allocation.node_id
+
+    def get_expired_holds(self, node_states, limit):
+        with _connection_for_read() as conn:
+            return list(conn.execute(_EXPIRED_HOLDS, {
+                'node_states': sorted(node_states),
+                'limit': limit}).scalars())
+
+    @retry_on_conflict
+    def release_expired_hold(self, hold_id, node_states):
+        with _connection_for_write() as conn:
+            # NOTE: the hold, then its node, locked in the order of
+            # destroy_allocation and of begin_deploy.
+            hold = conn.execute(stmts.ALLOCATION_FOR_DELETE,
+                                {'id': hold_id}).first()
+            if hold is None:
+                return None
+            node = None
+            if hold.node_id is not None:
+                node = conn.execute(stmts.NODE_FOR_DEALLOCATION,
+                                    {'id': hold.node_id}).first()
+            if node is not None and (
+                    node.reservation is not None
+                    or (not node.maintenance
+                        and node.provision_state not in node_states)):
+                return None
+            if conn.execute(_DELETE_EXPIRED_HOLD,
+                            {'id': hold_id}).rowcount != 1:
+                return None
+            _free_node(conn, hold, node)
+        return types.SimpleNamespace(
+            id=hold.id, uuid=hold.uuid, kind=hold.kind,
+            node_id=hold.node_id, expires_at=hold.expires_at,
+            node_uuid=node.uuid if node is not None else None)
+
+    @retry_on_conflict
+    def begin_deploy(self, node_id, host, values, check):
+        values = dict(values, provision_updated_at=datetime.datetime.now(
+            datetime.timezone.utc).replace(tzinfo=None))
+        with _connection_for_write() as conn:
+            hold = None
+            hold_id = conn.execute(stmts.NODE_HOLD,
+                                   {'node_id': node_id}).scalar()
+            if hold_id is not None:
+                hold = conn.execute(stmts.ALLOCATION_FOR_DELETE,
+                                    {'id': hold_id}).first()
+            node = conn.execute(stmts.NODE_FOR_DEPLOY,
+                                {'node_id': node_id}).first()
+            if node is None:
+                raise exception.NodeNotFound(node=node_id)
+            if node.reservation != host:
+                raise exception.NodeLocked(node=node.uuid,
+                                           host=node.reservation)
+            if node.allocation_id != (hold.id if hold else None):
+                # NOTE: the hold was deleted or replaced between the two
+                # reads; a retry reads the new one.
+                raise exception.NodeChanged(
+                    node=node.uuid, reason='its allocation or reservation '
+                    'changed')
+            check(node, hold)
+            if hold is not None and hold.expires_at is not None:
+                conn.execute(stmts.SET_HOLD_EXPIRY,
+                             {'hold_id': hold.id, 'lease_end': None})
+            conn.execute(stmts.NODES.update().where(
+                stmts.NODES.c.id == node_id).values(**values))
+        return self.get_node_by_id(node_id)
 
     # Reservations
 
@@ -1168,6 +1255,41 @@ class Connection(api.Connection):
     def get_database_time(self):
         with _session_for_read() as session:
             return _as_datetime(session.execute(sa.select(utc_now())).scalar())
+
+
+def _free_node(conn, hold, node):
+    """Unbind ``node`` from ``hold``, deleted in the caller's transaction.
+
+    The node's instance goes with the hold that bound it: an allocation's
+    own uuid (with the traits it wrote into instance_info), a
+    reservation's instance_uuid (with the reservation_uuid a deploy was
+    given); another instance, set by a client, stays.
+    """
+    if node is None or node.allocation_id != hold.id:
+        return
+    if hold.kind == states.RESERVATION_KIND:
+        bound, written = hold.instance_uuid, 'reservation_uuid'
+    else:
+        bound, written = hold.uuid, 'traits'
+    if bound is not None and node.instance_uuid == bound:
+        info = dict(node.instance_info or {})
+        info.pop(written, None)
+        conn.execute(stmts.FREE_NODE_AND_INSTANCE,
+                     {'node_id': node.id, 'instance_info': info})
+    else:
+        conn.execute(stmts.FREE_NODE, {'node_id': node.id})
+
+
+def _naive_lease_end(values):
+    """``values`` with an aware expires_at as naive UTC, what the
+    expires_at column holds and utc_now() is compared with (PostgreSQL
+    would otherwise convert it by the session's time zone)."""
+    values = dict(values)
+    end = values.get('expires_at')
+    if end is not None and end.tzinfo is not None:
+        values['expires_at'] = end.astimezone(
+            datetime.timezone.utc).replace(tzinfo=None)
+    return values
 
 
 def _as_datetime(value):

@@ -91,6 +91,8 @@ NODE_UUID_BY_INSTANCE = sa.select(NODES.c.uuid).where(
 # of the reservation too, so the two never deadlock).
 ALLOCATION_FOR_DELETE = sa.select(
     ALLOCATIONS.c.id, ALLOCATIONS.c.uuid, ALLOCATIONS.c.node_id,
+    ALLOCATIONS.c.kind, ALLOCATIONS.c.instance_uuid,
+    ALLOCATIONS.c.expires_at,
 ).where(ALLOCATIONS.c.id == _bind('id', ALLOCATIONS.c.id)).with_for_update()
 
 # A reservation's row for its deletion (the same lock order).
@@ -103,6 +105,7 @@ RESERVATION_FOR_DELETE = sa.select(
 NODE_FOR_DEALLOCATION = sa.select(
     NODES.c.id, NODES.c.uuid, NODES.c.maintenance, NODES.c.provision_state,
     NODES.c.allocation_id, NODES.c.instance_uuid, NODES.c.instance_info,
+    NODES.c.reservation,
 ).where(NODES.c.id == _bind('id', NODES.c.id)).with_for_update()
 
 DELETE_ALLOCATION = ALLOCATIONS.delete().where(
@@ -119,6 +122,23 @@ FREE_NODE_AND_INSTANCE = NODES.update().where(
     NODES.c.id == _bind('node_id', NODES.c.id)).values(
         allocation_id=None, instance_uuid=None,
         instance_info=_bind('instance_info', NODES.c.instance_info))
+
+# Leases
+
+# The lease of hold "hold_id" ends at "lease_end" (NULL: never).
+SET_HOLD_EXPIRY = ALLOCATIONS.update().where(
+    ALLOCATIONS.c.id == _bind('hold_id', ALLOCATIONS.c.id)).values(
+        expires_at=_bind('lease_end', ALLOCATIONS.c.expires_at))
+
+# The node a deploy starts on, locked after its hold (the lock order of
+# deletion).
+NODE_FOR_DEPLOY = sa.select(
+    NODES.c.id, NODES.c.uuid, NODES.c.reservation, NODES.c.allocation_id,
+    NODES.c.instance_info,
+).where(NODES.c.id == _bind('node_id', NODES.c.id)).with_for_update()
+
+NODE_HOLD = sa.select(NODES.c.allocation_id).where(
+    NODES.c.id == _bind('node_id', NODES.c.id))
 
 # The reservation, first half: the allocation becomes active on
 # "node_id" only while it is still allocating and owned by "conductor_id".

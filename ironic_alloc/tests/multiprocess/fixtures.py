@@ -372,11 +372,16 @@ class Cluster:
             time.sleep(0.2)
         return False
 
-    def start_conductor(self, name, wait=True):
-        """Start ``ironic-alloc-conductor`` with [DEFAULT]host=<name>."""
+    def start_conductor(self, name, wait=True, options=None):
+        """Start ``ironic-alloc-conductor`` with [DEFAULT]host=<name>.
+
+        :param options: more configuration, {group: {option: value}}.
+        """
         hostname = '%s-%s' % (name, self.suffix)
-        proc = self._start(name, 'ironic-alloc-conductor',
-                           {'DEFAULT': {'host': hostname}})
+        sections = {group: dict(values)
+                    for group, values in (options or {}).items()}
+        sections.setdefault('DEFAULT', {})['host'] = hostname
+        proc = self._start(name, 'ironic-alloc-conductor', sections)
         proc.hostname = hostname
         self.conductors[name] = proc
         if wait:

@@ -28,6 +28,7 @@ from ironic_alloc.api.controllers import routing
 from ironic_alloc.api.controllers.v1 import access
 from ironic_alloc.api.controllers.v1 import collection
 from ironic_alloc.api.controllers.v1 import extensions
+from ironic_alloc.api.controllers.v1 import leases
 from ironic_alloc.api.controllers.v1 import types
 from ironic_alloc.api.controllers.v1 import utils
 from ironic_alloc.api import expose
@@ -48,6 +49,11 @@ SORT_KEYS = frozenset(['id', 'uuid', 'name', 'state', 'resource_class',
 _VERSIONED_FIELDS = {'owner': utils.allow_allocation_owner}
 
 PATCHABLE = ('name', 'extra')
+
+# The lease's paths of a PATCH (extension "reservations"): the end of the
+# lease, and "ttl", write-only, which sets it to the database's time plus
+# that many seconds.
+LEASE_PATHS = ('/expires_at', '/ttl')
 
 # How many UUIDs of matching nodes POST /v1/allocations/explain returns
 # ("examples" query parameter): by default, and at most.
@@ -97,6 +103,13 @@ class Allocation(base.APIBase):
     explanation = wsme.wsattr(types.jsontype, readonly=True)
     """Why a failed allocation found no node: its funnel (extension 1.1)"""
 
+    expires_at = wsme.wsattr(types.jsontype)
+    """The end of the allocation's lease, ISO 8601 UTC; null: none
+    (extension 1.2)"""
+
+    ttl = wsme.wsattr(types.jsontype)
+    """Request only: the lease in seconds from now (extension 1.2)"""
+
     links = wsme.wsattr([link.Link], readonly=True)
     """A list containing a self link and associated allocation links"""
 
@@ -106,7 +119,8 @@ class Allocation(base.APIBase):
 types.json_object(Allocation)
 
 _WIRE_FIELDS = frozenset(
-    a.key for a in wtypes.list_attributes(Allocation)) - {'node', 'links'}
+    a.key for a in wtypes.list_attributes(Allocation)) - {'node', 'links',
+                                                          'ttl'}
 
 
 def convert_with_links(rpc_allocation, node_uuids, fields=None):
@@ -123,6 +137,8 @@ def convert_with_links(rpc_allocation, node_uuids, fields=None):
     allocation.match = rpc_allocation.match
     allocation.explanation = rpc_allocation.explanation
     allocation.node_uuid = node_uuids.get(rpc_allocation.node_id)
+    allocation.expires_at = leases.shown(rpc_allocation.expires_at)
+    allocation.ttl = wtypes.Unset
     allocation.links = link.make_links('allocations', allocation.uuid)
     for name, gate in _VERSIONED_FIELDS.items():
         if not gate():
@@ -443,16 +459,72 @@ class AllocationPatchType(types.JsonPatchType):
 types.json_object(AllocationPatchType)
 
 
+def _lease_of_patch(patch):
+    """The lease operations of a PATCH applied in order.
+
+    :returns: (whether the lease changes, its new end or None for none).
+    :raises: Invalid (400).
+    """
+    changed, end = False, None
+    for op in patch:
+        if op['path'] not in LEASE_PATHS:
+            continue
+        if op['op'] not in ('add', 'replace', 'remove'):
+            raise exception.Invalid(
+                'Cannot %s %s: the lease is replaced or removed.'
+                % (op['op'], op['path']))
+        if op['op'] == 'remove':
+            if op['path'] == '/ttl':
+                raise exception.Invalid(
+                    'Cannot remove /ttl: it is write-only; remove '
+                    '/expires_at to end the lease\'s expiry.')
+            changed, end = True, None
+            continue
+        if op.get('value', wtypes.Unset) in (wtypes.Unset, None):
+            raise exception.Invalid(
+                'A value is required to %s %s (remove /expires_at for no '
+                'expiry).' % (op['op'], op['path']))
+        if op['path'] == '/ttl':
+            end = leases.lease_end(ttl=op['value'])
+        else:
+            end = leases.lease_end(expires_at=op['value'])
+        changed = True
+    return changed, end
+
+
+def _check_lease_allowed(rpc_allocation):
+    """A lease ends only for an allocation whose node DELETE would free:
+    a deployed node's hold has none.  :raises: Conflict (409)."""
+    if rpc_allocation.node_id is None:
+        return
+    node = objects.Node.get_by_id(api.request.context,
+                                  rpc_allocation.node_id)
+    if not node.maintenance and (
+            node.provision_state not in states.UPDATE_ALLOWED_STATES):
+        raise exception.Conflict(
+            'Cannot set a lease on allocation %s: its node %s is in '
+            'provision state "%s", and the hold of a deployed node has no '
+            'lease (it ends at tear-down).'
+            % (rpc_allocation.uuid, node.uuid, node.provision_state))
+
+
 def _patched_values(rpc_allocation, patch):
-    """The new name/extra of an allocation.  :raises: Invalid (400)."""
+    """The new name/extra (and lease) of an allocation.
+
+    :raises: Invalid (400), Conflict (409).
+    """
     extensions.check_fields('allocation', utils.patched_roots(patch))
+    lease_changed, lease_end = _lease_of_patch(patch)
+    patch = [op for op in patch if op['path'] not in LEASE_PATHS]
     for op in patch:
         root = op['path'].split('/')[1] if op['path'].count('/') else ''
         if root not in PATCHABLE:
+            allowed = ['/' + p for p in PATCHABLE]
+            if extensions.allow_extension('reservations'):
+                allowed.extend(LEASE_PATHS)
             raise exception.Invalid(
                 'Cannot update %s: only %s may be changed on an '
-                'allocation.' % (op['path'], ', '.join(
-                    '/' + p for p in PATCHABLE)))
+                'allocation.' % (op['path'], ', '.join(allowed)))
     doc = {'name': rpc_allocation.name,
            'extra': dict(rpc_allocation.extra or {})}
     patched = utils.apply_jsonpatch(doc, patch)
@@ -466,6 +538,10 @@ def _patched_values(rpc_allocation, patch):
                                 'object.')
     values = {k: patched.get(k) for k in PATCHABLE}
     utils.check_stored_sizes(values)
+    if lease_changed:
+        if lease_end is not None:
+            _check_lease_allowed(rpc_allocation)
+        values['expires_at'] = lease_end
     return values
 
 
@@ -517,6 +593,14 @@ class AllocationsController(rest.RestController):
         context = api.request.context
         access.authorize('baremetal:allocation:create')
         given, values = _values_of(allocation)
+        if given.get('ttl') is not None or given.get('expires_at') is not None:
+            if given.get('node') is not None:
+                raise exception.Invalid(
+                    'A backfilled allocation holds a deployed node, whose '
+                    'hold has no lease: ttl and expires_at cannot be used '
+                    'when backfilling.')
+            values['expires_at'] = leases.lease_end(given.get('ttl'),
+                                                    given.get('expires_at'))
         if given.get('node') is not None:
             if values.get('match'):
                 raise exception.Invalid(
@@ -571,7 +655,8 @@ class AllocationsController(rest.RestController):
     @expose.expose(Allocation, types.uuid_or_name,
                    body=[AllocationPatchType])
     def patch(self, allocation_ident, patch=None):
-        """Change the name or extra of an allocation (1.57+)."""
+        """Change the name or extra of an allocation (1.57+), or its lease
+        (extension 1.2)."""
         if not utils.allow_allocation_update():
             pecan.abort(405)
         if not patch:
@@ -580,7 +665,7 @@ class AllocationsController(rest.RestController):
         rpc_allocation, node_uuids = get_allocation_with_node_uuids(
             allocation_ident, 'baremetal:allocation:update')
         for name, value in _patched_values(rpc_allocation, patch).items():
-            if rpc_allocation[name] != value:
+            if name == 'expires_at' or rpc_allocation[name] != value:
                 rpc_allocation[name] = value
         with _allocation_gone(allocation_ident):
             rpc_allocation.save()

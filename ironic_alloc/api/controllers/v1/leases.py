@@ -1,0 +1,110 @@
+"""Leases of holds at the API (extension "reservations"): the one place
+that turns a request's ``ttl`` or ``expires_at`` into the end of a lease.
+
+A lease ends at a time of the database clock: ``ttl`` counts from the
+database's current time, and an ``expires_at`` is checked against it,
+so conductors judging expiry (by the same clock, in SQL) and the API
+never disagree however the hosts' clocks drift.  Leases are kept to the
+second (MySQL's DATETIME has no fraction), rounded so that a lease is
+never shorter than its ttl.
+"""
+
+import datetime
+import json
+
+from oslo_utils import timeutils
+
+from ironic_alloc import api
+from ironic_alloc.common import exception
+from ironic_alloc import objects
+
+
+def _max_ttl():
+    return api.request.cfg.reservation.max_ttl
+
+
+def check_ttl(ttl):
+    """:raises: Invalid (400) unless ``ttl`` is a whole number of seconds
+    from 1 to [reservation]max_ttl."""
+    maximum = _max_ttl()
+    # NOTE: JSON true is an int to Python; it is not a number of seconds.
+    if isinstance(ttl, bool) or not isinstance(ttl, int):
+        raise exception.Invalid(
+            'Invalid ttl %s: a whole number of seconds is expected.'
+            % _shown(ttl))
+    if not 1 <= ttl <= maximum:
+        raise exception.Invalid(
+            'Invalid ttl %d: a lease lasts from 1 to %d seconds '
+            '([reservation]max_ttl).' % (ttl, maximum))
+
+
+def parse_expires_at(value):
+    """An ``expires_at`` as the client wrote it (ISO 8601; without a time
+    zone it is UTC) -> naive UTC.
+
+    :raises: Invalid (400).
+    """
+    if not isinstance(value, str):
+        raise exception.Invalid(
+            'Invalid expires_at %s: an ISO 8601 date and time (UTC) is '
+            'expected.' % _shown(value))
+    try:
+        # NOTE: a time zone may move a date out of datetime's range.
+        return timeutils.normalize_time(
+            timeutils.parse_isotime(value)).replace(microsecond=0)
+    except (ValueError, OverflowError):
+        raise exception.Invalid(
+            'Invalid expires_at %s: an ISO 8601 date and time (UTC) is '
+            'expected.' % _shown(value))
+
+
+def lease_end(ttl=None, expires_at=None):
+    """The end of a lease asked for by ``ttl`` (seconds from now) or
+    ``expires_at`` (one of them, not both), by the database clock.
+
+    :returns: a naive UTC datetime.
+    :raises: Invalid (400) for both, a bad value, a ttl out of
+        [1, max_ttl], or an expires_at not in the future or beyond now +
+        max_ttl.
+    """
+    if ttl is not None and expires_at is not None:
+        raise exception.Invalid('Give either ttl or expires_at, not both.')
+    if ttl is not None:
+        check_ttl(ttl)
+        now = objects.Allocation.database_time(api.request.context)
+        # NOTE: up to the next whole second: a lease never shorter than
+        # asked for.
+        whole = now.replace(microsecond=0)
+        if whole != now:
+            whole += datetime.timedelta(seconds=1)
+        return whole + datetime.timedelta(seconds=ttl)
+    end = parse_expires_at(expires_at)
+    now = objects.Allocation.database_time(api.request.context)
+    latest = now + datetime.timedelta(seconds=_max_ttl())
+    if end <= now:
+        raise exception.Invalid(
+            'Invalid expires_at %s: it is not in the future (the '
+            'database\'s time is %s UTC).' % (end.isoformat(),
+                                              now.replace(
+                                                  microsecond=0).isoformat()))
+    if end > latest:
+        raise exception.Invalid(
+            'Invalid expires_at %s: a lease ends at most %d seconds from '
+            'now ([reservation]max_ttl), by %s UTC.'
+            % (end.isoformat(), _max_ttl(),
+               latest.replace(microsecond=0).isoformat()))
+    return end
+
+
+def shown(value):
+    """A lease end as responses show it (ISO 8601, UTC), or None."""
+    if value is None:
+        return None
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=datetime.timezone.utc)
+    return value.astimezone(datetime.timezone.utc).isoformat()
+
+
+def _shown(value):
+    text = json.dumps(value)
+    return text if len(text) <= 40 else text[:37] + '...'

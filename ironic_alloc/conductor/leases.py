@@ -1,0 +1,107 @@
+"""Leases of holds: the expiry of allocations and reservations whose
+lease ended, and the start of a deploy, which ends the lease of its
+node's hold and must name the node's reservation.
+
+Expiry is judged by the database clock, in SQL, never by a conductor's
+clock.  Every conductor runs the expiry task: each release is one
+transaction whose guarded DELETE (the lease still passed) decides which
+of them released a hold, so each hold is released once, and a conductor
+killed at any line leaves either the hold and its node as they were or
+both released.
+"""
+
+from oslo_log import log
+
+from ironic_alloc.common import exception
+from ironic_alloc.common import states
+from ironic_alloc.conductor import allocations
+from ironic_alloc.db import api as db_api
+
+LOG = log.getLogger(__name__)
+
+# Holds released per query of one expiry pass; a pass queries again until
+# none is left, so a backlog does not wait for the next interval.
+EXPIRY_BATCH = 100
+
+# The instance_info key a deploy of a reserved node names its
+# reservation by.
+RESERVATION_KEY = 'reservation_uuid'
+
+
+class LeaseExpiry:
+    """The periodic release of the holds whose lease ended.
+
+    :param backend: the conductor's allocation backend, which releases
+        what it holds for a released hold (as after a DELETE).
+    """
+
+    def __init__(self, backend):
+        self.dbapi = db_api.get_instance()
+        self._backend = backend
+
+    def release_expired(self):
+        """Release every hold whose lease ended; returns how many this
+        conductor released."""
+        released = 0
+        while True:
+            ids = self.dbapi.get_expired_holds(
+                allocations.DEALLOCATION_STATES, EXPIRY_BATCH)
+            done = [hold_id for hold_id in ids if self._release(hold_id)]
+            released += len(done)
+            # NOTE: a batch in which nothing was released was taken by
+            # other conductors or is busy (a node locked by a conductor):
+            # the next pass tries again.
+            if len(ids) < EXPIRY_BATCH or not done:
+                return released
+
+    def _release(self, hold_id):
+        hold = self.dbapi.release_expired_hold(
+            hold_id, allocations.DEALLOCATION_STATES)
+        if hold is None:
+            return False
+        LOG.info('%(kind)s %(hold)s released (node %(node)s): its lease '
+                 'ended at %(end)s (UTC, database clock)',
+                 {'kind': hold.kind.capitalize(), 'hold': hold.uuid,
+                  'node': hold.node_uuid or 'none', 'end': hold.expires_at})
+        # NOTE: as after a DELETE: the rows are gone first, then the
+        # backend lets go of what it holds outside the database; a
+        # release that fails there is repaired by its periodic work.
+        self._backend.release(hold.uuid)
+        if hold.node_id is not None:
+            self._backend.node_id_changed(hold.node_id)
+        return True
+
+
+def check_deploy(node, hold):
+    """The deploy guard: a node held by a reservation is deployed only by
+    a request that names the reservation in the node's
+    ``instance_info.reservation_uuid``; a reservation named there must
+    hold the node.
+
+    :param node: the node row (uuid, instance_info).
+    :param hold: its hold row (uuid, kind), or None.
+    :raises: ReservationRequired, ReservationNotHolding (409).
+    """
+    given = (node.instance_info or {}).get(RESERVATION_KEY)
+    reservation = None
+    if hold is not None and hold.kind == states.RESERVATION_KIND:
+        reservation = hold.uuid
+    if reservation is not None and given != reservation:
+        raise exception.ReservationRequired(
+            node=node.uuid, reservation=reservation,
+            given='none' if given is None else repr(given))
+    if given is not None and reservation is None:
+        raise exception.ReservationNotHolding(
+            reservation=given, node=node.uuid,
+            holder='held by allocation %s' % hold.uuid if hold is not None
+            else 'not held')
+
+
+def begin_deploy(node, host, values):
+    """Write the start of a deploy to ``node`` (locked by ``host``),
+    ending the lease of its hold in the same transaction, once the deploy
+    guard (check_deploy) passed.
+
+    :raises: ReservationRequired, ReservationNotHolding, NodeChanged.
+    """
+    node.begin_deploy(host, values, check_deploy)

@@ -1,0 +1,338 @@
+"""Leases of allocations (API extension 1.2) over HTTP, and the deploy
+guard of reserved nodes.
+
+The WSGI app served on a real socket with a real conductor: ``ttl`` and
+``expires_at`` on POST and PATCH, judged by the database clock, shown at
+1.2 and refused and hidden below it; every bad value is a 400 in Ironic's
+error format with nothing written; a lease that ends releases the
+allocation as DELETE would; a deploy of a reserved node must name its
+reservation (409 otherwise).
+"""
+
+import datetime
+import json
+import time
+
+from oslo_utils import uuidutils
+
+from ironic_alloc.common import states
+from ironic_alloc.conf import CONF
+from ironic_alloc.db import api as db_api
+from ironic_alloc.tests.functional.conductor import test_leases
+from ironic_alloc.tests.functional.conductor import utils
+from ironic_alloc.tests.functional import test_api_matching
+
+dbapi = db_api.get_instance()
+
+EXTENSION = 'ironic-alloc 1.2'
+
+
+def _parse(text):
+    return datetime.datetime.fromisoformat(text)
+
+
+class _LeaseTestCase(test_api_matching._ServedTestCase):
+
+    def call(self, method, url, doc=None, extension=EXTENSION):
+        return super().call(method, url, doc, extension=extension)
+
+    def db_now(self):
+        return dbapi.get_database_time().replace(
+            tzinfo=datetime.timezone.utc)
+
+    def allocate(self, **body):
+        utils.make_available_node(self.context)
+        body.setdefault('resource_class', 'gold')
+        status, allocation = self.call('POST', '/v1/allocations', body)
+        self.assertEqual(201, status, allocation)
+        return allocation
+
+
+class TestAllocationLeases(_LeaseTestCase):
+
+    def test_ttl_counts_from_the_database_clock(self):
+        before = self.db_now().replace(microsecond=0)
+        allocation = self.allocate(ttl=300, name='leased')
+        after = self.db_now()
+        self.assertEqual('active', allocation['state'])
+        end = _parse(allocation['expires_at'])
+        self.assertEqual(datetime.timezone.utc, end.tzinfo)
+        # Rounded up to the second, never shorter than the ttl.
+        self.assertGreaterEqual(end, before + datetime.timedelta(seconds=300))
+        self.assertLessEqual(end, after + datetime.timedelta(seconds=301))
+        self.assertEqual(0, end.microsecond)
+        status, shown = self.call('GET', '/v1/allocations/leased')
+        self.assertEqual(allocation['expires_at'], shown['expires_at'])
+        self.assertNotIn('ttl', shown)
+        status, shown = self.call(
+            'GET', '/v1/allocations/leased?fields=expires_at')
+        self.assertEqual((200, allocation['expires_at']),
+                         (status, shown['expires_at']))
+        status, page = self.call('GET', '/v1/allocations')
+        self.assertEqual(allocation['expires_at'],
+                         page['allocations'][0]['expires_at'])
+
+    def test_expires_at_and_no_lease(self):
+        end = (self.db_now() + datetime.timedelta(hours=1)).replace(
+            microsecond=0)
+        # Any ISO 8601 form; the answer is UTC.
+        local = end.astimezone(datetime.timezone(datetime.timedelta(
+            hours=2)))
+        allocation = self.allocate(expires_at=local.isoformat())
+        self.assertEqual(end, _parse(allocation['expires_at']))
+        allocation = self.allocate(
+            expires_at=end.replace(tzinfo=None).isoformat() + 'Z')
+        self.assertEqual(end, _parse(allocation['expires_at']))
+        # No lease: null, Ironic's behaviour.
+        allocation = self.allocate()
+        self.assertIsNone(allocation['expires_at'])
+
+    def test_hidden_and_refused_below_the_version(self):
+        allocation = self.allocate(ttl=300, name='leased')
+        for extension in (None, 'ironic-alloc 1.1'):
+            status, shown = self.call('GET', '/v1/allocations/leased',
+                                      extension=extension)
+            self.assertEqual(200, status)
+            self.assertNotIn('expires_at', shown)
+            status, doc = self.call(
+                'GET', '/v1/allocations/leased?fields=expires_at',
+                extension=extension)
+            self.assertIn('ironic-alloc 1.2', self.error(status, doc))
+            rows = self.allocation_rows()
+            for field, value in (('ttl', 60),
+                                 ('expires_at', allocation['expires_at'])):
+                status, doc = self.call(
+                    'POST', '/v1/allocations',
+                    {'resource_class': 'gold', field: value},
+                    extension=extension)
+                self.assertEqual(400, status)
+                self.assertIn('"%s"' % field, self.error(status, doc))
+                self.assertIn('ironic-alloc 1.2', self.error(status, doc))
+                status, doc = self.call(
+                    'PATCH', '/v1/allocations/leased',
+                    [{'op': 'replace', 'path': '/' + field,
+                      'value': value}], extension=extension)
+                self.assertEqual(400, status)
+                self.assertIn('ironic-alloc 1.2', self.error(status, doc))
+            self.assertEqual(rows, self.allocation_rows())
+
+    def test_bad_leases_are_400_with_nothing_written(self):
+        CONF.set_override('max_ttl', 3600, group='reservation')
+        self.addCleanup(CONF.clear_override, 'max_ttl', group='reservation')
+        utils.make_available_node(self.context)
+        now = self.db_now()
+        past = (now - datetime.timedelta(seconds=30)).isoformat()
+        far = (now + datetime.timedelta(seconds=7200)).isoformat()
+        cases = [
+            ({'ttl': 0}, 'Invalid ttl 0'),
+            ({'ttl': -5}, 'Invalid ttl -5'),
+            ({'ttl': 3601}, 'from 1 to 3600 seconds'),
+            ({'ttl': 'ten'}, 'Invalid ttl "ten"'),
+            ({'ttl': True}, 'Invalid ttl true'),
+            ({'ttl': 1.5}, 'Invalid ttl 1.5'),
+            ({'ttl': 60, 'expires_at': far}, 'not both'),
+            ({'expires_at': past}, 'not in the future'),
+            ({'expires_at': far}, 'at most 3600 seconds from now'),
+            ({'expires_at': 'tomorrow'}, 'Invalid expires_at "tomorrow"'),
+            ({'expires_at': 12}, 'Invalid expires_at 12'),
+            ({'expires_at': '0001-01-01T00:00:00+05:00'},
+             'Invalid expires_at "0001-01-01T00:00:00+05:00"'),
+            ({'expires_at': '2026-13-40T00:00:00'}, 'Invalid expires_at'),
+            ({'expires_at': far, 'node': 'x'}, 'when backfilling'),
+        ]
+        for extra, message in cases:
+            body = dict({'resource_class': 'gold'}, **extra)
+            status, doc = self.call('POST', '/v1/allocations', body)
+            self.assertEqual(400, status, (extra, doc))
+            self.assertIn(message, self.error(status, doc), extra)
+        self.assertEqual(0, self.allocation_rows())
+
+    def test_patch_renews_and_clears(self):
+        allocation = self.allocate(name='leased')
+        url = '/v1/allocations/leased'
+        before = self.db_now().replace(microsecond=0)
+        status, patched = self.call('PATCH', url, [
+            {'op': 'replace', 'path': '/ttl', 'value': 120}])
+        self.assertEqual(200, status, patched)
+        end = _parse(patched['expires_at'])
+        self.assertGreaterEqual(end, before + datetime.timedelta(seconds=120))
+        self.assertNotIn('ttl', patched)
+        later = (self.db_now() + datetime.timedelta(hours=2)).replace(
+            microsecond=0)
+        status, patched = self.call('PATCH', url, [
+            {'op': 'replace', 'path': '/expires_at',
+             'value': later.isoformat()},
+            {'op': 'add', 'path': '/extra/rack', 'value': 'r1'}])
+        self.assertEqual(200, status, patched)
+        self.assertEqual(later, _parse(patched['expires_at']))
+        self.assertEqual({'rack': 'r1'}, patched['extra'])
+        status, patched = self.call('PATCH', url, [
+            {'op': 'remove', 'path': '/expires_at'}])
+        self.assertEqual((200, None), (status, patched['expires_at']))
+        for op, message in (
+                ({'op': 'remove', 'path': '/ttl'}, 'write-only'),
+                ({'op': 'replace', 'path': '/ttl', 'value': 0},
+                 'Invalid ttl 0'),
+                ({'op': 'replace', 'path': '/expires_at', 'value': None},
+                 'A value is required'),
+                ({'op': 'replace', 'path': '/expires_at',
+                  'value': '2000-01-01T00:00:00'}, 'not in the future'),
+                ({'op': 'replace', 'path': '/expires_at/x', 'value': 1},
+                 'only /name, /extra, /expires_at, /ttl may be changed')):
+            status, doc = self.call('PATCH', url, [op])
+            self.assertEqual(400, status, op)
+            self.assertIn(message, self.error(status, doc))
+        status, shown = self.call('GET', url)
+        self.assertIsNone(shown['expires_at'])
+        self.assertEqual(allocation['uuid'], shown['uuid'])
+
+    def test_deployed_node_takes_no_lease(self):
+        allocation = self.allocate(name='deployed')
+        dbapi.update_node(
+            dbapi.get_node_by_uuid(allocation['node_uuid']).id,
+            {'provision_state': states.ACTIVE})
+        status, doc = self.call('PATCH', '/v1/allocations/deployed', [
+            {'op': 'replace', 'path': '/ttl', 'value': 60}])
+        self.assertEqual(409, status)
+        self.assertIn('provision state "active"', self.error(status, doc))
+        status, patched = self.call('PATCH', '/v1/allocations/deployed', [
+            {'op': 'remove', 'path': '/expires_at'}])
+        self.assertEqual(200, status)
+
+    def test_ended_lease_releases_as_delete(self):
+        CONF.set_override('expiry_interval', 1, group='reservation')
+        self.addCleanup(CONF.clear_override, 'expiry_interval',
+                        group='reservation')
+        allocation = self.allocate(ttl=1, name='short')
+        node = allocation['node_uuid']
+        deadline = time.monotonic() + 30
+        while True:
+            status, _doc = self.call('GET', '/v1/allocations/short')
+            if status == 404:
+                break
+            self.assertLess(time.monotonic(), deadline)
+            time.sleep(0.2)
+        status, shown = self.call('GET', '/v1/nodes/%s' % node)
+        self.assertEqual((None, None, 'available'),
+                         (shown['allocation_uuid'], shown['instance_uuid'],
+                          shown['provision_state']))
+
+
+class TestDeployGuardOverHTTP(_LeaseTestCase):
+
+    def provision(self, node, target, version='latest'):
+        """A plain Ironic request (no extension version) at ``version``."""
+        headers = {'X-OpenStack-Ironic-API-Version': version,
+                   'Content-Type': 'application/json',
+                   'Accept': 'application/json'}
+        status, _headers, data = self.api.request(
+            'PUT', '/v1/nodes/%s/states/provision' % node,
+            json.dumps({'target': target}), headers)
+        return status, (json.loads(data) if data else None)
+
+    def test_deploy_of_a_reserved_node(self):
+        node = utils.make_available_node(self.context, name='held')
+        hold = test_leases.hold_node(
+            self.context, node, states.RESERVATION_KIND,
+            test_leases.lease(600))
+        # Plain Ironic clients, at any version that deploys: 409 naming
+        # the reservation.
+        for target, version in (('active', '1.1'), ('deploy', '1.79')):
+            status, doc = self.provision(node.uuid, target, version)
+            self.assertEqual(409, status, doc)
+            self.assertIn('reservation %s' % hold.uuid,
+                          self.error(status, doc))
+        status, doc = self.call('PATCH', '/v1/nodes/held', [
+            {'op': 'add', 'path': '/instance_info/reservation_uuid',
+             'value': uuidutils.generate_uuid()}])
+        self.assertEqual(200, status, doc)
+        status, doc = self.provision('held', 'active')
+        self.assertEqual(409, status)
+        status, doc = self.call('PATCH', '/v1/nodes/held', [
+            {'op': 'replace', 'path': '/instance_info/reservation_uuid',
+             'value': hold.uuid}])
+        self.assertEqual(200, status, doc)
+        status, doc = self.provision('held', 'active')
+        self.assertEqual(202, status, doc)
+        deadline = time.monotonic() + 30
+        while True:
+            status, shown = self.call('GET', '/v1/nodes/held')
+            if shown['provision_state'] == 'active':
+                break
+            self.assertLess(time.monotonic(), deadline)
+            time.sleep(0.05)
+        self.assertEqual(hold.instance_uuid, shown['instance_uuid'])
+        self.assertIsNone(dbapi.get_allocation_by_id(hold.id).expires_at)
+
+
+class TestReservationLifeOverHTTP(_LeaseTestCase):
+    """A reservation made by POST /v1/reservations, deployed, torn down;
+    another one left to expire."""
+
+    def wait_node(self, node, state, timeout=30):
+        deadline = time.monotonic() + timeout
+        while True:
+            status, shown = self.call('GET', '/v1/nodes/%s' % node)
+            if shown['provision_state'] == state and (
+                    shown['reservation'] is None):
+                return shown
+            self.assertLess(time.monotonic(), deadline, shown)
+            time.sleep(0.05)
+
+    def test_reserve_deploy_tear_down(self):
+        node = utils.make_available_node(self.context, name='r1')
+        instance = uuidutils.generate_uuid()
+        status, doc = self.call('POST', '/v1/reservations', {
+            'instance_uuid': instance, 'node_uuid': [node.uuid],
+            'ttl': 600})
+        self.assertEqual(201, status, doc)
+        reservation = doc['reservation']['uuid']
+        status, doc = self.call('PUT', '/v1/nodes/r1/states/provision',
+                                {'target': 'active'})
+        self.assertEqual(409, status)
+        self.assertIn('held by reservation %s' % reservation,
+                      self.error(status, doc))
+        status, doc = self.call('PATCH', '/v1/nodes/r1', [
+            {'op': 'add', 'path': '/instance_info/reservation_uuid',
+             'value': reservation}])
+        self.assertEqual(200, status, doc)
+        status, doc = self.call('PUT', '/v1/nodes/r1/states/provision',
+                                {'target': 'active'})
+        self.assertEqual(202, status, doc)
+        shown = self.wait_node('r1', 'active')
+        self.assertEqual(instance, shown['instance_uuid'])
+        status, doc = self.call('GET', '/v1/reservations/%s' % reservation)
+        self.assertEqual((200, None), (status,
+                                       doc['reservation']['expires_at']))
+        status, doc = self.call('PUT', '/v1/nodes/r1/states/provision',
+                                {'target': 'deleted'})
+        self.assertEqual(202, status, doc)
+        shown = self.wait_node('r1', 'available')
+        self.assertEqual((None, {}), (shown['instance_uuid'],
+                                      shown['instance_info']))
+        status, doc = self.call('GET', '/v1/reservations/%s' % reservation)
+        self.assertEqual(404, status)
+
+    def test_reservation_expires(self):
+        CONF.set_override('expiry_interval', 1, group='reservation')
+        self.addCleanup(CONF.clear_override, 'expiry_interval',
+                        group='reservation')
+        node = utils.make_available_node(self.context, name='r2')
+        status, doc = self.call('POST', '/v1/reservations', {
+            'instance_uuid': uuidutils.generate_uuid(),
+            'node_uuid': [node.uuid], 'ttl': 1})
+        self.assertEqual(201, status, doc)
+        url = '/v1/reservations/%s' % doc['reservation']['uuid']
+        deadline = time.monotonic() + 30
+        while self.call('GET', url)[0] != 404:
+            self.assertLess(time.monotonic(), deadline)
+            time.sleep(0.2)
+        status, shown = self.call('GET', '/v1/nodes/r2')
+        self.assertEqual((None, None), (shown['instance_uuid'],
+                                        shown['allocation_uuid']))
+        # Free again: a new reservation gets it.
+        status, doc = self.call('POST', '/v1/reservations', {
+            'instance_uuid': uuidutils.generate_uuid(),
+            'node_uuid': [node.uuid]})
+        self.assertEqual(201, status, doc)
+

@@ -9,6 +9,7 @@ tools/setup-client-venv.sh.
 
 import datetime
 import json
+import time
 import urllib.request
 import uuid
 
@@ -49,26 +50,61 @@ class PluginTestCase(base.ClientTestCase):
                          '%s' % (args,))
         return result.stderr
 
+    def api(self, method, path, body=None):
+        """One request to the service at extension 1.2; the decoded answer
+        (None when empty).  The set-up of the tests (nodes, their states)
+        and what the plugin's commands do not show (an allocation's lease)
+        go this way: the commands under test are the plugin's.
+        """
+        data = None if body is None else json.dumps(body).encode()
+        request = urllib.request.Request(
+            self.endpoint + path, data=data, method=method, headers={
+                'OpenStack-API-Version': 'ironic-alloc 1.2',
+                'X-OpenStack-Ironic-API-Version': '1.60',
+                'Accept': 'application/json',
+                'Content-Type': 'application/json'})
+        with urllib.request.urlopen(request, timeout=base.WAIT) as answer:
+            text = answer.read()
+        return json.loads(text) if text else None
+
+    def wait_for_state(self, node, state):
+        deadline = time.monotonic() + base.WAIT
+        while True:
+            found = self.api('GET', '/v1/nodes/%s' % node)
+            if found['provision_state'] == state:
+                return
+            if time.monotonic() > deadline:
+                self.fail('node %s is %s, not %s, after %ds'
+                          % (node, found['provision_state'], state,
+                             base.WAIT))
+            time.sleep(0.2)
+
     def available_nodes(self, rc, *names):
-        """Create fake-hardware nodes of ``rc`` and make them available
-        (python-ironicclient's commands); return their UUIDs in order."""
-        uuids = [self.cli_json('node', 'create', '--driver', 'fake-hardware',
-                               '--name', name, '--resource-class',
-                               rc)['uuid']
-                 for name in names]
-        self.cli('node', 'manage', *names, '--wait', WAIT)
-        self.cli('node', 'provide', *names, '--wait', WAIT)
+        """Create fake-hardware nodes of ``rc`` and make them available;
+        return their UUIDs in order (they are deleted at the end)."""
+        uuids = []
+        for name in names:
+            node = self.api('POST', '/v1/nodes', {
+                'driver': 'fake-hardware', 'name': name,
+                'resource_class': rc})
+            uuids.append(node['uuid'])
+            self.addCleanup(self.delete_node, node['uuid'])
+        for target, state in (('manage', 'manageable'),
+                              ('provide', 'available')):
+            for node in uuids:
+                self.api('PUT', '/v1/nodes/%s/states/provision' % node,
+                         {'target': target})
+            for node in uuids:
+                self.wait_for_state(node, state)
         return uuids
 
-    def api_get(self, path):
-        """GET ``path`` of the service at extension 1.2: what the plugin's
-        commands do not show (an allocation's lease)."""
-        request = urllib.request.Request(self.endpoint + path, headers={
-            'OpenStack-API-Version': 'ironic-alloc 1.2',
-            'X-OpenStack-Ironic-API-Version': '1.60',
-            'Accept': 'application/json'})
-        with urllib.request.urlopen(request, timeout=base.WAIT) as answer:
-            return json.load(answer)
+    def delete_node(self, node):
+        self.api('DELETE', '/v1/nodes/%s/maintenance' % node)
+        self.api('DELETE', '/v1/nodes/%s' % node)
+
+    def set_maintenance(self, node):
+        self.api('PUT', '/v1/nodes/%s/maintenance' % node,
+                 {'reason': 'test'})
 
 
 class TestPluginNextToIronicclient(PluginTestCase):
@@ -139,7 +175,7 @@ class TestReservationCommands(PluginTestCase):
         rc = base.unique_rc('CLI_RESV')
         busy, free = base.unique('cli-busy'), base.unique('cli-free')
         busy_uuid, free_uuid = self.available_nodes(rc, busy, free)
-        self.cli('node', 'maintenance', 'set', busy)
+        self.set_maintenance(busy_uuid)
         instance = str(uuid.uuid4())
 
         # The first node of the list that can be reserved: the second.
@@ -213,15 +249,11 @@ class TestReservationCommands(PluginTestCase):
         node = self.cli_json('node', 'show', free)
         self.assertIsNone(node['instance_uuid'])
 
-        self.cli('node', 'maintenance', 'unset', busy)
-        for name in (busy, free):
-            self.cli('node', 'delete', name)
-
     def test_refused_reservation_prints_reasons(self):
         rc = base.unique_rc('CLI_REFUSED')
         maint = base.unique('cli-maint')
         [maint_uuid] = self.available_nodes(rc, maint)
-        self.cli('node', 'maintenance', 'set', maint)
+        self.set_maintenance(maint_uuid)
         missing = str(uuid.uuid4())
 
         stderr = self.cli_error('reservation', 'create', '--instance-uuid',
@@ -243,9 +275,6 @@ class TestReservationCommands(PluginTestCase):
                         lines.index(missing_lines[0]))
         node = self.cli_json('node', 'show', maint)
         self.assertIsNone(node['instance_uuid'])
-
-        self.cli('node', 'maintenance', 'unset', maint)
-        self.cli('node', 'delete', maint)
 
     def test_bad_input_and_missing_reservations(self):
         node = str(uuid.uuid4())
@@ -274,13 +303,12 @@ class TestReservationCommands(PluginTestCase):
         self.assertIn(missing, stderr)
         self.assertEqual([], self.cli_json('reservation', 'list', '--node',
                                            free_uuid))
-        self.cli('node', 'delete', free)
 
 
 class TestAllocationLeaseCommands(PluginTestCase):
 
     def allocation(self, ident):
-        return self.api_get('/v1/allocations/%s' % ident)
+        return self.api('GET', '/v1/allocations/%s' % ident)
 
     def test_lease_set_and_unset(self):
         rc = base.unique_rc('CLI_LEASE')
@@ -318,4 +346,3 @@ class TestAllocationLeaseCommands(PluginTestCase):
         self.assertIn('HTTP 404', stderr)
 
         self.cli('allocation', 'delete', name)
-        self.cli('node', 'delete', node)

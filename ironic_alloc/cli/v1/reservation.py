@@ -80,12 +80,9 @@ class CreateReservation(command.ShowOne):
             reservation = utils.api_client(self).create_reservation(
                 parsed_args.instance_uuid, parsed_args.nodes,
                 ttl=parsed_args.ttl)
-        except client.APIError as exc:
-            if exc.status_code == 409:
-                raise exceptions.CommandError(
-                    'No node could be reserved: %s' % exc)
-            raise utils.fail(exc)
         except client.ClientError as exc:
+            # NOTE: a 409's error carries the reason of each node, which
+            # the message ends with, one line each.
             raise utils.fail(exc)
         return show_reservation(reservation)
 

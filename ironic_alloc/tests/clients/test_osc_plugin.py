@@ -345,3 +345,35 @@ class TestAllocationLeaseCommands(PluginTestCase):
         self.assertIn('HTTP 404', stderr)
 
         self.cli('allocation', 'delete', name)
+
+
+class TestReservationPaging(PluginTestCase):
+    """Pages of two reservations at most: the list command follows them.
+
+    The only test of its service, so that it lists every reservation
+    without a filter (an instance has one node, so one reservation).
+    """
+
+    service_config = {'api': {'max_limit': '2'}}
+
+    def test_list_follows_pages_limit_and_marker(self):
+        rc = base.unique_rc('CLI_PAGES')
+        nodes = self.available_nodes(
+            rc, *[base.unique('cli-page') for _i in range(3)])
+        reserved = []
+        for node in nodes:
+            reserved.append(self.cli_json(
+                'reservation', 'create', '--instance-uuid',
+                str(uuid.uuid4()), '--node', node)['uuid'])
+            self.addCleanup(self.cli, 'reservation', 'delete',
+                            reserved[-1])
+
+        listed = [r['uuid'] for r in self.cli_json('reservation', 'list')]
+        self.assertEqual(sorted(reserved), sorted(listed))
+        self.assertEqual(listed[:1], [r['uuid'] for r in self.cli_json(
+            'reservation', 'list', '--limit', '1')])
+        self.assertEqual(listed[1:], [r['uuid'] for r in self.cli_json(
+            'reservation', 'list', '--marker', listed[0])])
+        self.assertEqual(listed[1:2], [r['uuid'] for r in self.cli_json(
+            'reservation', 'list', '--marker', listed[0],
+            '--limit', '1')])

@@ -8,6 +8,12 @@ commands are the ``openstack.baremetal_alloc.v1`` entry points.
 
 API_NAME is not "baremetal": that name belongs to python-ironicclient's
 plugin, and two plugins of one name would replace each other's client.
+
+Adding a command: its class in v1/, its entry point in pyproject.toml's
+``openstack.baremetal_alloc.v1`` group (the words of the command joined
+by underscores, ``baremetal_`` first; never a command python-ironicclient
+has), its name in PLUGIN_COMMANDS of the clients tier's
+test_osc_plugin.py, and its section in doc/source/cli/openstack-baremetal.rst.
 """
 
 import logging

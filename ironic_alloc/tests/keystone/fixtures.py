@@ -289,6 +289,7 @@ class Identities:
                      self.role_ids['service']))
         self._users = {}
         self._tokens = {}
+        self._catalog = {}
 
     def _request(self, method, path, body=None):
         resp = self.admin.request(
@@ -305,6 +306,20 @@ class Identities:
 
     def _create(self, collection, kind, body):
         return self._request('POST', '/' + collection, {kind: body})[kind]
+
+    def catalog_endpoint(self, service_type, url):
+        """Register a public endpoint of ``service_type`` at ``url`` in
+        REGION, as a deployment registers its services, so that clients
+        find the service in their token's catalog; once per service type.
+        """
+        if service_type not in self._catalog:
+            service = self._create('services', 'service', {
+                'type': service_type, 'name': service_type})
+            self._create('endpoints', 'endpoint', {
+                'service_id': service['id'], 'interface': 'public',
+                'url': url, 'region_id': REGION})
+            self._catalog[service_type] = url
+        return self._catalog[service_type]
 
     def _user(self, name, password):
         return self._create('users', 'user', {

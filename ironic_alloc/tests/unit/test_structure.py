@@ -161,6 +161,12 @@ LAYERING_RULES = [
     ('common/compat.py imports nothing of ironic_alloc',
      lambda m: m == 'ironic_alloc.common.compat',
      lambda i: _within(i, 'ironic_alloc')),
+    # NOTE: the OSC plugin is installed next to pinned client tools
+    # without the service's requirements (tools/setup-client-venv.sh).
+    ('cli/ imports nothing of ironic_alloc outside cli',
+     lambda m: _within(m, 'ironic_alloc.cli'),
+     lambda i: (_within(i, 'ironic_alloc')
+                and not _within(i, 'ironic_alloc.cli'))),
     ('common/ must not import api, conductor or objects',
      lambda m: _within(m, 'ironic_alloc.common'),
      lambda i: any(_within(i, p) for p in (
@@ -207,7 +213,7 @@ class TestLayering(base.TestCase):
 
     def test_rules_cover_every_layer(self):
         modules = package_modules()
-        for layer in ('api', 'conductor', 'objects', 'db', 'common'):
+        for layer in ('api', 'conductor', 'objects', 'db', 'common', 'cli'):
             prefix = 'ironic_alloc.%s' % layer
             covered = [m for m in modules if _within(m, prefix)
                        and any(applies(m) for _, applies, _ in

@@ -1,0 +1,1 @@
+"""Commands of extension versions 1.x of the ironic_alloc API."""

@@ -1,0 +1,26 @@
+"""What the commands of this plugin share."""
+
+from osc_lib import exceptions
+
+
+def add_lease_arguments(parser, what):
+    """--ttl or --expires-at, exactly one of them."""
+    lease = parser.add_mutually_exclusive_group(required=True)
+    lease.add_argument(
+        '--ttl', metavar='<seconds>', type=int,
+        help='The %s expires this many seconds from now (by the '
+             'service\'s database clock).' % what)
+    lease.add_argument(
+        '--expires-at', metavar='<time>', dest='expires_at',
+        help='The %s expires at this time (ISO 8601, UTC unless it names '
+             'an offset, for example 2030-01-31T12:00:00Z).' % what)
+
+
+def api_client(cmd):
+    return cmd.app.client_manager.baremetal_alloc
+
+
+def fail(exc):
+    """The command error of a failed API call: the service's message
+    (and the reasons of a refused reservation), exit status 1."""
+    return exceptions.CommandError(str(exc))

@@ -385,7 +385,7 @@ def _refusal(node, project):
     for condition in picking.PICKABLE:
         if not picking.holds(condition, getattr(node, condition.field)):
             if (condition.field == 'allocation_id'
-                    and node.holder_kind == stmts.KIND_RESERVATION):
+                    and node.holder_kind == states.RESERVATION_KIND):
                 return 'reserved'
             return stmts.REFUSALS[condition.field] % node._asdict()
     if node.reservation is not None:
@@ -719,7 +719,7 @@ class Connection(api.Connection):
         a = models.Allocation
         with _session_for_read() as session:
             return dict(session.query(a.id, a.uuid).filter(
-                a.id.in_(ids), a.kind == stmts.KIND_ALLOCATION).all())
+                a.id.in_(ids), a.kind == states.ALLOCATION_KIND).all())
 
     def get_allocation_list(self, filters=None, limit=None, marker=None,
                             sort_key=None, sort_dir=None):
@@ -728,7 +728,7 @@ class Connection(api.Connection):
             # NOTE: Ironic's allocations only; reservations are listed by
             # get_reservation_list().
             query = session.query(models.Allocation).filter(
-                models.Allocation.kind == stmts.KIND_ALLOCATION)
+                models.Allocation.kind == states.ALLOCATION_KIND)
             id_in = filters.pop('id_in', None)
             if id_in is not None:
                 query = query.filter(models.Allocation.id.in_(list(id_in)))
@@ -765,21 +765,7 @@ class Connection(api.Connection):
                                       {'id': allocation_id}).first()
             if allocation is None:
                 raise exception.AllocationNotFound(allocation=allocation_id)
-            node = None
-            if allocation.node_id is not None:
-                node = conn.execute(stmts.NODE_FOR_DEALLOCATION,
-                                    {'id': allocation.node_id}).first()
-            if (node is not None and node_states is not None
-                    and not node.maintenance
-                    and node.provision_state not in node_states):
-                raise exception.InvalidState(
-                    'Cannot remove allocation %(alloc)s since node %(node)s '
-                    'is in provision state "%(state)s" and not in '
-                    'maintenance' % {'alloc': allocation.uuid,
-                                     'node': node.uuid,
-                                     'state': node.provision_state})
-            conn.execute(stmts.DELETE_ALLOCATION, {'id': allocation_id})
-            _free_node(conn, allocation, node)
+            _delete_hold(conn, allocation, node_states)
         return allocation.uuid, allocation.node_id
 
     def get_expired_holds(self, node_states, limit):
@@ -850,7 +836,7 @@ class Connection(api.Connection):
     # Reservations
 
     def create_reservation(self, values, node_uuids, ttl, project=None):
-        values = dict(values, kind=stmts.KIND_RESERVATION,
+        values = dict(values, kind=states.RESERVATION_KIND,
                       state=states.ALLOCATION_ACTIVE)
         values.setdefault('uuid', uuidutils.generate_uuid())
         values['expires_at'] = _whole_second(
@@ -978,27 +964,7 @@ class Connection(api.Connection):
             if reservation is None:
                 raise exception.ReservationNotFound(
                     reservation=reservation_id)
-            node = None
-            if reservation.node_id is not None:
-                node = conn.execute(stmts.NODE_FOR_DEALLOCATION,
-                                    {'id': reservation.node_id}).first()
-            if (node is not None and node_states is not None
-                    and not node.maintenance
-                    and node.provision_state not in node_states):
-                raise exception.InvalidState(
-                    'Cannot delete reservation %(res)s since node %(node)s '
-                    'is in provision state "%(state)s" and not in '
-                    'maintenance' % {'res': reservation.uuid,
-                                     'node': node.uuid,
-                                     'state': node.provision_state})
-            conn.execute(stmts.DELETE_ALLOCATION, {'id': reservation_id})
-            if node is not None and node.allocation_id == reservation.id:
-                if node.instance_uuid == reservation.instance_uuid:
-                    conn.execute(stmts.FREE_NODE_AND_INSTANCE, {
-                        'node_id': node.id,
-                        'instance_info': node.instance_info})
-                else:
-                    conn.execute(stmts.FREE_NODE, {'node_id': node.id})
+            _delete_hold(conn, reservation, node_states)
         return reservation.uuid, reservation.node_id
 
     def reading(self):
@@ -1255,6 +1221,30 @@ class Connection(api.Connection):
     def get_database_time(self):
         with _session_for_read() as session:
             return _as_datetime(session.execute(sa.select(utc_now())).scalar())
+
+
+def _delete_hold(conn, hold, node_states):
+    """Delete ``hold`` (an allocation or a reservation, locked by the
+    caller's transaction) and free its node, as DELETE does.
+
+    :param node_states: provision states in which the node may lose its
+        hold (any while in maintenance); None for any state.
+    :raises: InvalidState when the node is in another state.
+    """
+    node = None
+    if hold.node_id is not None:
+        node = conn.execute(stmts.NODE_FOR_DEALLOCATION,
+                            {'id': hold.node_id}).first()
+    if (node is not None and node_states is not None
+            and not node.maintenance
+            and node.provision_state not in node_states):
+        raise exception.InvalidState(
+            'Cannot remove %(kind)s %(hold)s since node %(node)s is in '
+            'provision state "%(state)s" and not in maintenance'
+            % {'kind': hold.kind, 'hold': hold.uuid, 'node': node.uuid,
+               'state': node.provision_state})
+    conn.execute(stmts.DELETE_ALLOCATION, {'id': hold.id})
+    _free_node(conn, hold, node)
 
 
 def _free_node(conn, hold, node):

@@ -42,12 +42,11 @@ NODE_UNLOCKED = NODES.c.reservation.is_(None)
 
 # Allocations
 
-# The kinds of allocation rows: Ironic's allocations, and the reservations
-# of the reservations extension, which hold their node the same way.
-KIND_ALLOCATION = 'allocation'
-KIND_RESERVATION = 'reservation'
-IS_ALLOCATION = ALLOCATIONS.c.kind == KIND_ALLOCATION
-IS_RESERVATION = ALLOCATIONS.c.kind == KIND_RESERVATION
+# The kinds of allocation rows (common/states.py): Ironic's allocations,
+# and the reservations of the reservations extension, which hold their
+# node the same way.
+IS_ALLOCATION = ALLOCATIONS.c.kind == states.ALLOCATION_KIND
+IS_RESERVATION = ALLOCATIONS.c.kind == states.RESERVATION_KIND
 
 
 def _by(column, *where):
@@ -98,7 +97,8 @@ ALLOCATION_FOR_DELETE = sa.select(
 # A reservation's row for its deletion (the same lock order).
 RESERVATION_FOR_DELETE = sa.select(
     ALLOCATIONS.c.id, ALLOCATIONS.c.uuid, ALLOCATIONS.c.node_id,
-    ALLOCATIONS.c.instance_uuid,
+    ALLOCATIONS.c.kind, ALLOCATIONS.c.instance_uuid,
+    ALLOCATIONS.c.expires_at,
 ).where(ALLOCATIONS.c.id == _bind('id', ALLOCATIONS.c.id),
         IS_RESERVATION).with_for_update()
 

@@ -12,11 +12,9 @@ db.api create_reservation), and answers 201 with the first node it got or
 409 with the reason of every node.
 """
 
-import datetime
 import uuid as uuid_lib
 
 from oslo_log import log
-from oslo_utils import timeutils
 from oslo_utils import uuidutils
 import pecan
 from pecan import rest
@@ -27,6 +25,7 @@ from ironic_alloc.api.controllers import link
 from ironic_alloc.api.controllers import routing
 from ironic_alloc.api.controllers.v1 import access
 from ironic_alloc.api.controllers.v1 import collection
+from ironic_alloc.api.controllers.v1 import leases
 from ironic_alloc.api.controllers.v1 import types
 from ironic_alloc.api.controllers.v1 import utils
 from ironic_alloc.api import expose
@@ -49,10 +48,6 @@ CREATE_FIELDS = frozenset(['instance_uuid', 'node_uuid', 'ttl'])
 PATCHABLE = ('/expires_at', '/ttl')
 
 
-def _time(value):
-    return value.isoformat() if value is not None else None
-
-
 def convert(rpc_reservation, node_uuid, fields=None):
     """The wire form of a reservation (only ``fields`` and the links when
     given)."""
@@ -61,9 +56,9 @@ def convert(rpc_reservation, node_uuid, fields=None):
         'node_uuid': node_uuid,
         'instance_uuid': rpc_reservation.instance_uuid,
         'owner': rpc_reservation.owner,
-        'expires_at': _time(rpc_reservation.expires_at),
-        'created_at': _time(rpc_reservation.created_at),
-        'updated_at': _time(rpc_reservation.updated_at),
+        'expires_at': leases.shown(rpc_reservation.expires_at),
+        'created_at': leases.shown(rpc_reservation.created_at),
+        'updated_at': leases.shown(rpc_reservation.updated_at),
         'links': [{'href': lk.href, 'rel': lk.rel} for lk in
                   link.make_links(RESOURCE, rpc_reservation.uuid)],
     }
@@ -93,22 +88,6 @@ def _uuid(value, what):
 def _shown(value):
     text = repr(value) if not isinstance(value, str) else '"%s"' % value
     return text if len(text) <= 80 else text[:77] + '...'
-
-
-def _ttl(value, what='ttl'):
-    """Seconds of a lease: an integer from 1 to [reservation]max_ttl.
-
-    :raises: Invalid (400).
-    """
-    max_ttl = api.request.cfg.reservation.max_ttl
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise exception.Invalid('%s must be an integer number of seconds, '
-                                'got %s.' % (what, _shown(value)))
-    if not 0 < value <= max_ttl:
-        raise exception.Invalid('%s must be from 1 to %d seconds '
-                                '([reservation]max_ttl), got %d.'
-                                % (what, max_ttl, value))
-    return value
 
 
 def _create_values(body):
@@ -142,11 +121,12 @@ def _create_values(body):
                                 % ', '.join(duplicates))
     if body.get('ttl') is None:
         if 'ttl' in body:
-            raise exception.Invalid('ttl must be an integer number of '
-                                    'seconds, got null.')
+            raise exception.Invalid('Invalid ttl null: a whole number of '
+                                    'seconds is expected.')
         ttl = api.request.cfg.reservation.default_ttl
     else:
-        ttl = _ttl(body['ttl'])
+        ttl = body['ttl']
+        leases.check_ttl(ttl)
     return instance, uuids, ttl
 
 
@@ -179,16 +159,14 @@ def get_reservation(ident, rule=None):
 
 
 def _new_expiry(patch):
-    """The end of the lease a renewal asks for (naive UTC), checked
-    against the database's clock.
+    """The end of the lease a renewal asks for (naive UTC), by the
+    database's clock (leases.lease_end).
 
     :raises: Invalid (400).
     """
     if not isinstance(patch, list) or not patch:
         raise exception.Invalid('A JSON patch (a non-empty list of '
                                 'operations) is required.')
-    max_ttl = api.request.cfg.reservation.max_ttl
-    now = objects.Allocation.database_time(api.request.context)
     expires_at = None
     for op in patch:
         if not isinstance(op, dict) or set(op) - {'op', 'path', 'value'}:
@@ -208,38 +186,10 @@ def _new_expiry(patch):
             raise exception.Invalid('The operation on %s needs a value.'
                                     % path)
         if path == '/ttl':
-            expires_at = now + _seconds(_ttl(op['value']))
-            continue
-        expires_at = _parse_time(op['value'])
-        if expires_at <= now:
-            raise exception.Invalid('expires_at must be in the future; the '
-                                    'time is now %s (UTC).'
-                                    % now.isoformat())
-        if expires_at > now + _seconds(max_ttl):
-            raise exception.Invalid('expires_at must be at most %d seconds '
-                                    'from now ([reservation]max_ttl).'
-                                    % max_ttl)
+            expires_at = leases.lease_end(ttl=op['value'])
+        else:
+            expires_at = leases.lease_end(expires_at=op['value'])
     return expires_at
-
-
-def _seconds(count):
-    return datetime.timedelta(seconds=count)
-
-
-def _parse_time(value):
-    """An ISO 8601 time as naive UTC (a time without offset is UTC).
-
-    :raises: Invalid (400).
-    """
-    if not isinstance(value, str):
-        raise exception.Invalid('expires_at must be an ISO 8601 time, got '
-                                '%s.' % _shown(value))
-    try:
-        parsed = timeutils.parse_isotime(value)
-    except ValueError:
-        raise exception.Invalid('expires_at must be an ISO 8601 time, got '
-                                '%s.' % _shown(value))
-    return timeutils.normalize_time(parsed)
 
 
 class ReservationsController(rest.RestController):

@@ -116,6 +116,30 @@ class TestAllocationLeases(_LeaseTestCase):
                 self.assertIn('ironic-alloc 1.2', self.error(status, doc))
             self.assertEqual(rows, self.allocation_rows())
 
+    def test_refused_while_pinned_to_a_release_without_leases(self):
+        allocation = self.allocate(ttl=300, name='leased')
+        node = utils.make_available_node(self.context)
+        self.config(pin_release_version='2026.2')
+        rows = self.allocation_rows()
+        for method, url, body in (
+                ('POST', '/v1/allocations',
+                 {'resource_class': 'gold', 'ttl': 60}),
+                ('PATCH', '/v1/allocations/leased',
+                 [{'op': 'replace', 'path': '/ttl', 'value': 60}]),
+                ('POST', '/v1/reservations',
+                 {'instance_uuid': uuidutils.generate_uuid(),
+                  'node_uuid': [node.uuid]})):
+            status, doc = self.call(method, url, body)
+            self.assertEqual(400, status, doc)
+            self.assertIn('pin_release_version is 2026.2',
+                          self.error(status, doc))
+        self.assertEqual(rows, self.allocation_rows())
+        # Removing a lease, and an allocation without one, stay possible.
+        status, doc = self.call('PATCH', '/v1/allocations/leased', [
+            {'op': 'remove', 'path': '/expires_at'}])
+        self.assertEqual((200, None), (status, doc['expires_at']))
+        self.assertEqual(allocation['uuid'], doc['uuid'])
+
     def test_bad_leases_are_400_with_nothing_written(self):
         CONF.set_override('max_ttl', 3600, group='reservation')
         self.addCleanup(CONF.clear_override, 'max_ttl', group='reservation')

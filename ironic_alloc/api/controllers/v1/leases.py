@@ -13,10 +13,36 @@ import datetime
 import json
 
 from oslo_utils import timeutils
+from oslo_utils import versionutils
 
 from ironic_alloc import api
 from ironic_alloc.common import exception
+from ironic_alloc.common import release_mappings
 from ironic_alloc import objects
+
+# The first Allocation object version whose conductors know leases and
+# reservations (kind, instance_uuid, expires_at).
+_LEASES_OBJECT_VERSION = (1, 3)
+
+
+def check_not_pinned():
+    """Refuse reservations and leases during a rolling upgrade from a
+    release whose conductors know neither: they would not release ended
+    leases nor guard the deploys of reserved nodes.
+
+    :raises: Invalid (400).
+    """
+    pin = api.request.cfg.pin_release_version
+    if not pin:
+        return
+    version = release_mappings.object_versions(pin).get('Allocation')
+    if versionutils.convert_version_to_tuple(version) < \
+            _LEASES_OBJECT_VERSION:
+        raise exception.Invalid(
+            'Reservations and leases cannot be used while '
+            '[DEFAULT]pin_release_version is %s: the conductors of that '
+            'release would neither end leases nor guard the deploys of '
+            'reserved nodes. Retry once the upgrade is over.' % pin)
 
 
 def _max_ttl():
@@ -67,6 +93,7 @@ def lease_end(ttl=None, expires_at=None):
         [1, max_ttl], or an expires_at not in the future or beyond now +
         max_ttl.
     """
+    check_not_pinned()
     if ttl is not None and expires_at is not None:
         raise exception.Invalid('Give either ttl or expires_at, not both.')
     if ttl is not None:

@@ -243,6 +243,7 @@ class ReservationsController(rest.RestController):
         """Reserve the first node of the list that can be reserved."""
         access.authorize('baremetal:reservation:create')
         instance, node_uuids, ttl = _create_values(body)
+        leases.check_not_pinned()
         project = access.project_caller()
         values = {'uuid': uuidutils.generate_uuid(),
                   'instance_uuid': instance, 'owner': project}

@@ -548,7 +548,7 @@ class TestRaces(test_fault_tolerance.MultiProcessTestCase):
         they get, the others give theirs back at once and try again."""
         urls, nodes = self.start_cluster(4)
         race = self.race(urls, nodes,
-                         [('reserve', 25, index < 2) for index in range(10)])
+                         [('reserve', 40, index < 2) for index in range(10)])
         # NOTE: a race where nobody was refused tested nothing.
         self.assertTrue(race.refusals, 'no request collided')
         self.assertIn(('POST reservation', 201), race.answers)
@@ -558,8 +558,8 @@ class TestRaces(test_fault_tolerance.MultiProcessTestCase):
         """Five clients reserve and five allocate among the same four
         nodes; one of each kind keeps the first node it gets."""
         urls, nodes = self.start_cluster(4)
-        clients = ([('reserve', 20, index == 0) for index in range(5)] +
-                   [('allocate', 8, index == 0) for index in range(5)])
+        clients = ([('reserve', 30, index == 0) for index in range(5)] +
+                   [('allocate', 15, index == 0) for index in range(5)])
         race = self.race(urls, nodes, clients)
         kinds = collections.Counter(h.kind for h in race.holds)
         self.assertTrue(kinds['reservation'] and kinds['allocation'],

@@ -127,6 +127,40 @@ def _add_workload_args(parser):
                              '--service-pid with run)')
 
 
+def _add_fleet_service_arguments(parser):
+    """The options of a command that loads its own fleet into the
+    database of a service it starts, or of one running at --endpoint."""
+    parser.add_argument('--endpoint',
+                        help='API root URL of a running ironic_alloc '
+                             '(its database is --db-url); default: start '
+                             'a standalone service')
+    parser.add_argument('--token', help='X-Auth-Token to send')
+    parser.add_argument('--db-url',
+                        help='SQLAlchemy URL of the service database (the '
+                             'fleet is bulk-loaded into it); required with '
+                             '--endpoint; default for a standalone '
+                             'service: SQLite in its directory')
+    parser.add_argument('--wipe-db', action='store_true',
+                        help='confirm that --db-url may be emptied first '
+                             '(a standalone service on a server database)')
+    parser.add_argument('--concurrency', type=_positive_int, default=10,
+                        help='client threads (default 10)')
+    parser.add_argument('--service-option', type=_service_option,
+                        action='append', default=[],
+                        metavar='SECTION.KEY=VALUE',
+                        help='an extra option of the standalone service')
+    parser.add_argument('--request-timeout', type=_positive_float,
+                        default=30.0,
+                        help='socket timeout of one request (default 30)')
+    parser.add_argument('--keep', action='store_true',
+                        help='keep the fleet afterwards')
+    parser.add_argument('--json', metavar='PATH',
+                        help='also write the results as JSON to PATH')
+    parser.add_argument('--no-progress', dest='progress',
+                        action='store_false',
+                        help='no progress lines on stderr')
+
+
 def build_parser():
     parser = argparse.ArgumentParser(
         prog='python -m tools.bench',
@@ -294,19 +328,7 @@ def build_parser():
                     'latency percentiles and check every answer.  Starts '
                     'a standalone ironic-alloc on --db-url unless '
                     '--endpoint is given.')
-    explain.add_argument('--endpoint',
-                         help='API root URL of a running ironic_alloc '
-                              '(its database is --db-url); default: start '
-                              'a standalone service')
-    explain.add_argument('--token', help='X-Auth-Token to send')
-    explain.add_argument('--db-url',
-                         help='SQLAlchemy URL of the service database (the '
-                              'fleet is bulk-loaded into it); required with '
-                              '--endpoint; default for a standalone '
-                              'service: SQLite in its directory')
-    explain.add_argument('--wipe-db', action='store_true',
-                         help='confirm that --db-url may be emptied first '
-                              '(a standalone service on a server database)')
+    _add_fleet_service_arguments(explain)
     explain.add_argument('--nodes', type=_positive_int, default=100000,
                          help='fleet size (default 100000)')
     explain.add_argument('--requests', type=_positive_int, default=1000,
@@ -315,25 +337,9 @@ def build_parser():
                          help='explanations before measuring (default 20)')
     explain.add_argument('--examples', type=int, default=10,
                          help='?examples= of every request (default 10)')
-    explain.add_argument('--concurrency', type=_positive_int, default=10,
-                         help='client threads (default 10)')
     explain.add_argument('--resource-class', default='bench-explain',
                          help='resource class of the fleet (default '
                               'bench-explain)')
-    explain.add_argument('--service-option', type=_service_option,
-                         action='append', default=[],
-                         metavar='SECTION.KEY=VALUE',
-                         help='an extra option of the standalone service')
-    explain.add_argument('--request-timeout', type=_positive_float,
-                         default=30.0,
-                         help='socket timeout of one request (default 30)')
-    explain.add_argument('--keep', action='store_true',
-                         help='keep the fleet afterwards')
-    explain.add_argument('--json', metavar='PATH',
-                         help='also write the results as JSON to PATH')
-    explain.add_argument('--no-progress', dest='progress',
-                         action='store_false',
-                         help='no progress lines on stderr')
     reserve = commands.add_parser(
         'reservations',
         help='throughput and latency of POST /v1/reservations',
@@ -345,19 +351,7 @@ def build_parser():
                     '(no node held twice, nothing left held).  Starts a '
                     'standalone ironic-alloc on --db-url unless '
                     '--endpoint is given.')
-    reserve.add_argument('--endpoint',
-                         help='API root URL of a running ironic_alloc '
-                              '(its database is --db-url); default: start '
-                              'a standalone service')
-    reserve.add_argument('--token', help='X-Auth-Token to send')
-    reserve.add_argument('--db-url',
-                         help='SQLAlchemy URL of the service database (the '
-                              'fleet is bulk-loaded into it); required with '
-                              '--endpoint; default for a standalone '
-                              'service: SQLite in its directory')
-    reserve.add_argument('--wipe-db', action='store_true',
-                         help='confirm that --db-url may be emptied first '
-                              '(a standalone service on a server database)')
+    _add_fleet_service_arguments(reserve)
     reserve.add_argument('--nodes', type=_positive_int, default=1000,
                          help='fleet size (default 1000)')
     reserve.add_argument('--requests', type=_positive_int, default=5000,
@@ -372,49 +366,38 @@ def build_parser():
     reserve.add_argument('--ttl', type=_positive_int, default=600,
                          help='lease of every reservation in seconds '
                               '(default 600)')
-    reserve.add_argument('--concurrency', type=_positive_int, default=10,
-                         help='client threads (default 10)')
     reserve.add_argument('--resource-class', default='bench-reserve',
                          help='resource class of the fleet (default '
                               'bench-reserve)')
-    reserve.add_argument('--service-option', type=_service_option,
-                         action='append', default=[],
-                         metavar='SECTION.KEY=VALUE',
-                         help='an extra option of the standalone service')
-    reserve.add_argument('--request-timeout', type=_positive_float,
-                         default=30.0,
-                         help='socket timeout of one request (default 30)')
-    reserve.add_argument('--keep', action='store_true',
-                         help='keep the fleet afterwards')
-    reserve.add_argument('--json', metavar='PATH',
-                         help='also write the results as JSON to PATH')
-    reserve.add_argument('--no-progress', dest='progress',
-                         action='store_false',
-                         help='no progress lines on stderr')
     return parser
 
 
-def _reservations(args, parser):
+def _check_fleet_service_arguments(args, parser):
     if args.endpoint and not args.db_url:
         parser.error('--endpoint needs --db-url (the service database)')
     if not args.endpoint and args.db_url and not args.wipe_db:
         parser.error('a standalone service on --db-url empties it first: '
                      'add --wipe-db to confirm it is a benchmark database')
-    if args.choose > args.nodes:
-        parser.error('--choose cannot exceed --nodes')
-    settings = phases.Settings(
+
+
+def _fleet_settings(args):
+    return phases.Settings(
         endpoint=args.endpoint or 'http://127.0.0.1:0',
         concurrency=args.concurrency, resource_class=args.resource_class,
         token=args.token, request_timeout=args.request_timeout,
         show_progress=args.progress)
-    options = reservations_mod.Options(
-        nodes=args.nodes, requests=args.requests, choose=args.choose,
-        warmup=args.warmup, ttl=args.ttl, db_url=args.db_url,
-        keep=args.keep)
+
+
+def _run_on_service(args, settings, options, run, name):
+    """``run(settings, options)`` against --endpoint, or against a
+    standalone service started on --db-url (or SQLite) for the run.
+
+    :returns: its result document, with the machine's description.
+    """
     if args.endpoint:
-        result = reservations_mod.run(settings, options)
+        result = run(settings, options)
     else:
-        workdir = tempfile.mkdtemp(prefix='bench-reservations-')
+        workdir = tempfile.mkdtemp(prefix='bench-%s-' % name)
         service = service_mod.StandaloneService(
             workdir, db_url=args.db_url,
             options=tuple(args.service_option))
@@ -424,47 +407,35 @@ def _reservations(args, parser):
             service.start()
             settings.endpoint = service.endpoint
             options.db_url = service.db_url
-            result = reservations_mod.run(settings, options)
+            result = run(settings, options)
         finally:
             service.stop()
             shutil.rmtree(workdir, ignore_errors=True)
     result['machine'] = report.machine_info()
+    return result
+
+
+def _reservations(args, parser):
+    _check_fleet_service_arguments(args, parser)
+    if args.choose > args.nodes:
+        parser.error('--choose cannot exceed --nodes')
+    options = reservations_mod.Options(
+        nodes=args.nodes, requests=args.requests, choose=args.choose,
+        warmup=args.warmup, ttl=args.ttl, db_url=args.db_url,
+        keep=args.keep)
+    result = _run_on_service(args, _fleet_settings(args), options,
+                             reservations_mod.run, 'reservations')
     return _finish(args, result, report.format_reservations(result),
                    not result['problems'])
 
 
 def _explain(args, parser):
-    if args.endpoint and not args.db_url:
-        parser.error('--endpoint needs --db-url (the service database)')
-    if not args.endpoint and args.db_url and not args.wipe_db:
-        parser.error('a standalone service on --db-url empties it first: '
-                     'add --wipe-db to confirm it is a benchmark database')
-    settings = phases.Settings(
-        endpoint=args.endpoint or 'http://127.0.0.1:0',
-        concurrency=args.concurrency, resource_class=args.resource_class,
-        token=args.token, request_timeout=args.request_timeout,
-        show_progress=args.progress)
+    _check_fleet_service_arguments(args, parser)
     options = explain_mod.Options(
         nodes=args.nodes, requests=args.requests, examples=args.examples,
         warmup=args.warmup, db_url=args.db_url, keep=args.keep)
-    if args.endpoint:
-        result = explain_mod.run(settings, options)
-    else:
-        workdir = tempfile.mkdtemp(prefix='bench-explain-')
-        service = service_mod.StandaloneService(
-            workdir, db_url=args.db_url,
-            options=tuple(args.service_option))
-        try:
-            if args.db_url:
-                bulk.wipe(args.db_url)
-            service.start()
-            settings.endpoint = service.endpoint
-            options.db_url = service.db_url
-            result = explain_mod.run(settings, options)
-        finally:
-            service.stop()
-            shutil.rmtree(workdir, ignore_errors=True)
-    result['machine'] = report.machine_info()
+    result = _run_on_service(args, _fleet_settings(args), options,
+                             explain_mod.run, 'explain')
     return _finish(args, result, report.format_explain(result),
                    not result['problems'])
 

@@ -209,11 +209,13 @@ class Connection(metaclass=abc.ABCMeta):
         """Reserve the first node of ``node_uuids``, in their order, that
         can be reserved.
 
-        Each node is tried in a transaction of its own: the reservation's
-        row (kind 'reservation', state active) is inserted and the node
-        bound to it (allocation_id, and instance_uuid =
-        values['instance_uuid']) by one guarded UPDATE: unlocked, passing
-        the picking rule and, with ``project``, owned or leased by it.
+        One transaction reads the database's time and the nodes, inserts
+        the reservation's row (kind 'reservation', state active, its lease
+        ending ``ttl`` seconds after that time) and binds a node to it
+        (allocation_id, and instance_uuid = values['instance_uuid']) by
+        one guarded UPDATE: unlocked, passing the picking rule and, with
+        ``project``, owned or leased by it.  Only the nodes that could be
+        reserved when read are tried, in order, until one is bound.
 
         :param values: uuid (optional), instance_uuid, owner.
         :param ttl: seconds of the lease from the database's clock.
@@ -303,6 +305,13 @@ class Connection(metaclass=abc.ABCMeta):
         """A context manager under which this thread's reads share one
         read transaction (one connection, one begin and end) instead of
         one each.  Writes inside it are refused.
+        """
+
+    @abc.abstractmethod
+    def writing(self):
+        """A context manager under which this thread's reads and writes
+        share one write transaction, committed at its end (rolled back on
+        an exception), instead of one each.
         """
 
     @abc.abstractmethod

@@ -194,6 +194,13 @@ class Allocation(base.IronicAllocObject):
                                              node_states=node_states)
 
     @classmethod
+    def one_transaction(cls, context):
+        """A context manager under which the reads and writes of this
+        thread share one write transaction (a lookup and the change it
+        allows, without a second round of connection and transaction)."""
+        return cls.dbapi.writing()
+
+    @classmethod
     def database_time(cls, context):
         """The database's clock (naive UTC), which judges leases."""
         return cls.dbapi.get_database_time()

@@ -17,6 +17,7 @@ from sqlalchemy.ext import compiler as sa_compiler
 
 from ironic_alloc.common import compat
 from ironic_alloc.common import exception
+from ironic_alloc.common import lease_time
 from ironic_alloc.common import matching
 from ironic_alloc.common import picking
 from ironic_alloc.common import states
@@ -121,6 +122,13 @@ def _utc_now_sqlite(element, compiler, **kw):
 
 
 # Leases, judged by the database clock (utc_now, not a process's clock).
+
+# The database's time and the node that instance "instance_uuid" is
+# already bound to (NULL when none), in one round trip: how a reservation
+# starts.
+_TIME_AND_INSTANCE_HOLDER = sa.select(
+    utc_now().label('now'),
+    stmts.NODE_UUID_BY_INSTANCE.scalar_subquery().label('holder'))
 
 # At most "limit" holds (allocations of both kinds) whose lease passed and
 # that a release may take now, the oldest lease first: those without a
@@ -367,16 +375,6 @@ def _write_capabilities(session, node_id, properties):
                                           value=value))
 
 
-def _whole_second(value, up=False):
-    """``value`` in whole seconds, as every database stores it (MySQL's
-    DATETIME column has no fraction): rounded down, or up so that a lease
-    is never shorter than asked for."""
-    whole = value.replace(microsecond=0)
-    if up and whole != value:
-        whole += datetime.timedelta(seconds=1)
-    return whole
-
-
 def _refusal(node, project):
     """Why ``node`` (a row of NODES_FOR_RESERVATION) cannot be reserved
     by a caller of ``project`` (None: sees every node), or None."""
@@ -391,6 +389,21 @@ def _refusal(node, project):
     if node.reservation is not None:
         return 'locked by a conductor'
     return None
+
+
+def _reservation_reasons(node_uuids, nodes, project, default=None):
+    """One reason per requested node, in order, for a reservation's 409:
+    ``nodes`` are the rows of NODES_FOR_RESERVATION read for the request;
+    ``default`` is the reason of a node that could be reserved when read.
+    """
+    by_uuid = {node.uuid: node for node in nodes}
+    reasons = []
+    for node_uuid in node_uuids:
+        node = by_uuid.get(node_uuid)
+        reason = ('not found' if node is None
+                  else _refusal(node, project) or default)
+        reasons.append({'node_uuid': node_uuid, 'reason': reason})
+    return reasons
 
 
 # Why no node was reserved when some pass every constraint.
@@ -839,71 +852,75 @@ class Connection(api.Connection):
         values = dict(values, kind=states.RESERVATION_KIND,
                       state=states.ALLOCATION_ACTIVE)
         values.setdefault('uuid', uuidutils.generate_uuid())
-        values['expires_at'] = _whole_second(
-            self.get_database_time() + datetime.timedelta(seconds=ttl),
-            up=True)
-        with _connection_for_read() as conn:
-            holder = conn.execute(stmts.NODE_UUID_BY_INSTANCE, {
-                'instance_uuid': values['instance_uuid']}).scalar()
-            nodes = conn.execute(stmts.NODES_FOR_RESERVATION,
-                                 {'uuids': list(node_uuids)}).all()
-        if holder is not None:
-            raise exception.InstanceAssociated(
-                instance_uuid=values['instance_uuid'], node=holder)
-        by_uuid = {node.uuid: node for node in nodes}
-        for node_uuid in node_uuids:
-            node = by_uuid.get(node_uuid)
-            # NOTE: only the nodes that could be reserved when read are
-            # tried: a write transaction per hopeless node would queue
-            # behind every other writer for nothing (on SQLite the write
-            # lock is the whole database's).
-            if node is None or _refusal(node, project) is not None:
-                continue
-            row = self._reserve_one(values, node.id, project)
-            if row is not None:
-                return row
-        # NOTE: read again: the nodes tried above were taken meanwhile,
-        # and their reasons are those of now.
+        row = self._reserve_first(values, node_uuids, ttl, project)
+        if row is not None:
+            return row
+        # NOTE: read again: the nodes tried were taken meanwhile, and
+        # their reasons are those of now.
         with _connection_for_read() as conn:
             nodes = conn.execute(stmts.NODES_FOR_RESERVATION,
                                  {'uuids': list(node_uuids)}).all()
-        by_uuid = {node.uuid: node for node in nodes}
-        reasons = []
-        for node_uuid in node_uuids:
-            node = by_uuid.get(node_uuid)
-            reason = ('not found' if node is None
-                      else _refusal(node, project)
-                      or 'reserved by a concurrent request')
-            reasons.append({'node_uuid': node_uuid, 'reason': reason})
-        raise exception.NoNodeReservable(reasons)
+        raise exception.NoNodeReservable(_reservation_reasons(
+            node_uuids, nodes, project,
+            default='reserved by a concurrent request'))
 
     @retry_on_conflict
-    def _reserve_one(self, values, node_id, project):
-        """One attempt of create_reservation(): the row and the guarded
-        node write in one transaction, or nothing.
+    def _reserve_first(self, values, node_uuids, ttl, project):
+        """create_reservation() in one transaction: the database's time,
+        the instance's and the nodes' state, then the row and the guarded
+        node write for each node that could be reserved when read, in the
+        list's order, until one is bound.
 
-        :returns: the new row (with node_uuid), or None when the node was
-            not reserved.
+        :returns: the new row (with node_uuid), or None when every node
+            that could be reserved was taken between the read and the
+            write (nothing is written then).
+        :raises: NoNodeReservable when no node could be reserved when
+            read, InstanceAssociated, AllocationAlreadyExists.
         """
-        params = {'node_id': node_id,
-                  'instance_uuid': values['instance_uuid']}
+        params = {'instance_uuid': values['instance_uuid']}
         if project:
             params['c_visible_project'] = project
         try:
             with _connection_for_write() as conn:
-                values = dict(values, node_id=node_id)
-                result = conn.execute(stmts.INSERT_ALLOCATION, values)
-                params['allocation_id'] = result.inserted_primary_key[0]
-                count = conn.execute(
-                    stmts.reserve_for_reservation(project),
-                    params).rowcount
-                if count != 1:
-                    # Undoes the INSERT with the transaction.
-                    raise _NodeNotReserved()
-                # NOTE: read back as stored (MySQL keeps whole seconds of
-                # created_at), so the answer equals every later read.
-                row = conn.execute(stmts.RESERVATION_BY_ID, {
-                    'value': params['allocation_id']}).first()
+                now, holder = conn.execute(
+                    _TIME_AND_INSTANCE_HOLDER,
+                    {'instance_uuid': values['instance_uuid']}).one()
+                if holder is not None:
+                    raise exception.InstanceAssociated(
+                        instance_uuid=values['instance_uuid'], node=holder)
+                nodes = conn.execute(stmts.NODES_FOR_RESERVATION,
+                                     {'uuids': list(node_uuids)}).all()
+                by_uuid = {node.uuid: node for node in nodes}
+                # NOTE: only the nodes that could be reserved when read are
+                # tried: a guarded write of a hopeless node would wait for
+                # the locks of other writers for nothing.
+                tried = [by_uuid[u].id for u in node_uuids
+                         if u in by_uuid
+                         and _refusal(by_uuid[u], project) is None]
+                if not tried:
+                    raise exception.NoNodeReservable(_reservation_reasons(
+                        node_uuids, nodes, project))
+                values = dict(values, node_id=tried[0],
+                              expires_at=lease_time.end_after(
+                                  _as_datetime(now), ttl))
+                params['allocation_id'] = conn.execute(
+                    stmts.INSERT_ALLOCATION, values).inserted_primary_key[0]
+                reserve = stmts.reserve_for_reservation(project)
+                for node_id in tried:
+                    if node_id != values['node_id']:
+                        conn.execute(stmts.MOVE_RESERVATION, {
+                            'reservation_id': params['allocation_id'],
+                            'new_node_id': node_id})
+                        values['node_id'] = node_id
+                    if conn.execute(reserve, dict(
+                            params, node_id=node_id)).rowcount == 1:
+                        # NOTE: read back as stored (MySQL keeps whole
+                        # seconds of created_at), so the answer equals
+                        # every later read.
+                        return conn.execute(stmts.RESERVATION_BY_ID, {
+                            'value': params['allocation_id']}).first()
+                # Undoes the INSERT with the transaction.
+                raise _NodeNotReserved()
         except _NodeNotReserved:
             return None
         except db_exc.DBDuplicateEntry as exc:
@@ -915,7 +932,6 @@ class Connection(api.Connection):
                     instance_uuid=values['instance_uuid'],
                     node=self._node_of_instance(values['instance_uuid']))
             raise exception.AllocationAlreadyExists(uuid=values['uuid'])
-        return row
 
     @staticmethod
     def _node_of_instance(instance_uuid):
@@ -949,7 +965,7 @@ class Connection(api.Connection):
         with _connection_for_write() as conn:
             count = conn.execute(stmts.RENEW_RESERVATION, {
                 'reservation_id': reservation_id,
-                'expires_at': _whole_second(expires_at)}).rowcount
+                'expires_at': lease_time.whole_second(expires_at)}).rowcount
             if count != 1:
                 raise exception.ReservationNotFound(
                     reservation=reservation_id)
@@ -971,6 +987,11 @@ class Connection(api.Connection):
         # NOTE: enginefacade joins the reads made inside to this
         # transaction (same thread, same context) and refuses a writer.
         return _connection_for_read()
+
+    def writing(self):
+        # NOTE: enginefacade joins the reads and writes made inside to
+        # this transaction (same thread, same context).
+        return _connection_for_write()
 
     def get_allocation_candidates(self, criteria, limit, pivot=None,
                                   name=None):

@@ -615,6 +615,14 @@ def reserve_for_reservation(project):
     return _cached(('reserve_for_reservation', bool(project)), build)
 
 
+# A reservation inserted in the same transaction ("reservation_id") now
+# tries node "new_node_id": the node it tried before was taken since it
+# was read.
+MOVE_RESERVATION = ALLOCATIONS.update().where(
+    ALLOCATIONS.c.id == _bind('reservation_id', ALLOCATIONS.c.id)).values(
+        node_id=_bind('new_node_id', ALLOCATIONS.c.node_id))
+
+
 # A reservation's new lease ("expires_at"), of reservation
 # "reservation_id" only.
 RENEW_RESERVATION = ALLOCATIONS.update().where(

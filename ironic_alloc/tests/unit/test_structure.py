@@ -145,16 +145,17 @@ LAYERING_RULES = [
      lambda i: any(_within(i, p) for p in (
          'ironic_alloc.api', 'ironic_alloc.conductor',
          'ironic_alloc.objects'))),
-    # NOTE: states, picking and matching are constants and pure
-    # functions, so they are as safe as exception; compat imports nothing
-    # of ironic_alloc.
+    # NOTE: states, picking, matching and lease_time are constants and
+    # pure functions, so they are as safe as exception; compat imports
+    # nothing of ironic_alloc.
     ('db/ imports only common.exception, common.states, common.picking, '
-     'common.matching and common.compat from common',
+     'common.matching, common.lease_time and common.compat from common',
      lambda m: _within(m, 'ironic_alloc.db'),
      lambda i: (_within(i, 'ironic_alloc.common')
                 and i not in ('ironic_alloc.common',
                               'ironic_alloc.common.compat',
                               'ironic_alloc.common.exception',
+                              'ironic_alloc.common.lease_time',
                               'ironic_alloc.common.matching',
                               'ironic_alloc.common.picking',
                               'ironic_alloc.common.states'))),

@@ -5,18 +5,18 @@ A lease ends at a time of the database clock: ``ttl`` counts from the
 database's current time, and an ``expires_at`` is checked against it,
 so conductors judging expiry (by the same clock, in SQL) and the API
 never disagree however the hosts' clocks drift.  Leases are kept to the
-second (MySQL's DATETIME has no fraction), rounded so that a lease is
-never shorter than its ttl.
+second (common/lease_time.py).
 """
 
 import datetime
-import json
 
 from oslo_utils import timeutils
 from oslo_utils import versionutils
 
 from ironic_alloc import api
+from ironic_alloc.api.controllers.v1 import utils
 from ironic_alloc.common import exception
+from ironic_alloc.common import lease_time
 from ironic_alloc.common import release_mappings
 from ironic_alloc import objects
 
@@ -57,7 +57,7 @@ def check_ttl(ttl):
     if isinstance(ttl, bool) or not isinstance(ttl, int):
         raise exception.Invalid(
             'Invalid ttl %s: a whole number of seconds is expected.'
-            % _shown(ttl))
+            % utils.quoted(ttl))
     if not 1 <= ttl <= maximum:
         raise exception.Invalid(
             'Invalid ttl %d: a lease lasts from 1 to %d seconds '
@@ -73,7 +73,7 @@ def parse_expires_at(value):
     if not isinstance(value, str):
         raise exception.Invalid(
             'Invalid expires_at %s: an ISO 8601 date and time (UTC) is '
-            'expected.' % _shown(value))
+            'expected.' % utils.quoted(value))
     try:
         # NOTE: a time zone may move a date out of datetime's range.
         return timeutils.normalize_time(
@@ -81,7 +81,7 @@ def parse_expires_at(value):
     except (ValueError, OverflowError):
         raise exception.Invalid(
             'Invalid expires_at %s: an ISO 8601 date and time (UTC) is '
-            'expected.' % _shown(value))
+            'expected.' % utils.quoted(value))
 
 
 def lease_end(ttl=None, expires_at=None):
@@ -98,13 +98,8 @@ def lease_end(ttl=None, expires_at=None):
         raise exception.Invalid('Give either ttl or expires_at, not both.')
     if ttl is not None:
         check_ttl(ttl)
-        now = objects.Allocation.database_time(api.request.context)
-        # NOTE: up to the next whole second: a lease never shorter than
-        # asked for.
-        whole = now.replace(microsecond=0)
-        if whole != now:
-            whole += datetime.timedelta(seconds=1)
-        return whole + datetime.timedelta(seconds=ttl)
+        return lease_time.end_after(
+            objects.Allocation.database_time(api.request.context), ttl)
     end = parse_expires_at(expires_at)
     now = objects.Allocation.database_time(api.request.context)
     latest = now + datetime.timedelta(seconds=_max_ttl())
@@ -130,8 +125,3 @@ def shown(value):
     if value.tzinfo is None:
         value = value.replace(tzinfo=datetime.timezone.utc)
     return value.astimezone(datetime.timezone.utc).isoformat()
-
-
-def _shown(value):
-    text = json.dumps(value)
-    return text if len(text) <= 40 else text[:37] + '...'

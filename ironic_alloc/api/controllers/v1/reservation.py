@@ -81,13 +81,8 @@ def _uuid(value, what):
     """
     if not isinstance(value, str) or not uuidutils.is_uuid_like(value):
         raise exception.Invalid('%s must be a UUID, got %s.'
-                                % (what, _shown(value)))
+                                % (what, utils.quoted(value)))
     return str(uuid_lib.UUID(value))
-
-
-def _shown(value):
-    text = repr(value) if not isinstance(value, str) else '"%s"' % value
-    return text if len(text) <= 80 else text[:77] + '...'
 
 
 def _create_values(body):
@@ -177,11 +172,11 @@ def _new_expiry(patch):
             raise exception.Invalid(
                 'Cannot update %s: it is read-only; a reservation\'s lease '
                 'is renewed by replacing %s.'
-                % (_shown(path), ' or '.join(PATCHABLE)))
+                % (utils.quoted(path), ' or '.join(PATCHABLE)))
         if op.get('op') not in ('replace', 'add'):
             raise exception.Invalid(
                 'Cannot %s %s: a reservation always has a lease, which is '
-                'replaced.' % (_shown(op.get('op')), path))
+                'replaced.' % (utils.quoted(op.get('op')), path))
         if 'value' not in op:
             raise exception.Invalid('The operation on %s needs a value.'
                                     % path)
@@ -288,13 +283,15 @@ class ReservationsController(rest.RestController):
     def delete(self, reservation_uuid):
         """Delete a reservation, freeing its node in the same
         transaction."""
-        reservation = get_reservation(reservation_uuid,
-                                      'baremetal:reservation:delete')[0]
-        try:
-            objects.Allocation.destroy_reservation(
-                api.request.context, reservation.id,
-                node_states=states.UPDATE_ALLOWED_STATES)
-        except exception.ReservationNotFound:
-            raise exception.ReservationNotFound(
-                reservation=reservation_uuid) from None
+        context = api.request.context
+        with objects.Allocation.one_transaction(context):
+            reservation = get_reservation(reservation_uuid,
+                                          'baremetal:reservation:delete')[0]
+            try:
+                objects.Allocation.destroy_reservation(
+                    context, reservation.id,
+                    node_states=states.UPDATE_ALLOWED_STATES)
+            except exception.ReservationNotFound:
+                raise exception.ReservationNotFound(
+                    reservation=reservation_uuid) from None
         LOG.info('Reservation %s deleted', reservation.uuid)

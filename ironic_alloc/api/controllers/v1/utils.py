@@ -24,6 +24,13 @@ from ironic_alloc.conf import CONF
 from ironic_alloc import objects
 
 
+def quoted(value):
+    """A bad value for a 400's message: as JSON, the way the client sent
+    it, shortened so that a huge value never floods the answer."""
+    text = json.dumps(value)
+    return text if len(text) <= 80 else text[:77] + '...'
+
+
 def _allowed(minor):
     return api.request.version.minor >= minor
 

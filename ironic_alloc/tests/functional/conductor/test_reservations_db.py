@@ -1,15 +1,18 @@
 """The database layer of reservations: allocation rows of kind
 'reservation' that hold their node like an allocation, written by one
-guarded transaction per candidate node, in the request's order."""
+guarded transaction that tries the candidate nodes in the request's
+order."""
 
 import datetime
 import threading
 
 from oslo_utils import uuidutils
+import sqlalchemy as sa
 
 from ironic_alloc.common import exception
 from ironic_alloc.common import states
 from ironic_alloc.db import api as db_api
+from ironic_alloc.db.sqlalchemy import api as sqla_api
 from ironic_alloc.objects import node as node_obj
 from ironic_alloc.tests import base
 from ironic_alloc.tests.functional.conductor import utils
@@ -128,6 +131,63 @@ class TestCreateReservation(base.DbTestCase):
         self.assertIn(first.uuid, str(error))
         self.assertIsNone(node_obj.Node.get_by_uuid(
             self.context, second.uuid).allocation_id)
+
+    def test_node_taken_between_read_and_write_moves_to_the_next(self):
+        first = utils.make_available_node(self.context)
+        second = utils.make_available_node(self.context)
+        engine = sqla_api.get_engine()
+        taken = []
+
+        def take_first_node(conn, cursor, statement, parameters, *args):
+            # NOTE: a concurrent writer, simulated in the transaction of
+            # the reservation itself, after its read and before its guarded
+            # write of the first node: the same end state as a peer that
+            # commits in between, without depending on thread timing.
+            if taken or not statement.lstrip().upper().startswith(
+                    'UPDATE NODES'):
+                return
+            taken.append(True)
+            raw = conn.connection.dbapi_connection.cursor()
+            raw.execute('UPDATE nodes SET maintenance = TRUE WHERE id = %d'
+                        % first.id)
+            raw.close()
+
+        sa.event.listen(engine, 'before_cursor_execute', take_first_node)
+        self.addCleanup(sa.event.remove, engine, 'before_cursor_execute',
+                        take_first_node)
+        row = dbapi.create_reservation(_values(), [first.uuid, second.uuid],
+                                       ttl=60)
+        self.assertEqual([True], taken)
+        self.assertEqual(second.uuid, row.node_uuid)
+        self.assertEqual(second.id, row.node_id)
+        self.assertIsNone(node_obj.Node.get_by_uuid(
+            self.context, first.uuid).allocation_id)
+        self.assertEqual([], utils.check_invariant())
+
+    def test_nothing_written_when_every_node_is_taken_meanwhile(self):
+        only = utils.make_available_node(self.context)
+        engine = sqla_api.get_engine()
+
+        def take_the_node(conn, cursor, statement, parameters, *args):
+            if statement.lstrip().upper().startswith('UPDATE NODES'):
+                raw = conn.connection.dbapi_connection.cursor()
+                raw.execute('UPDATE nodes SET maintenance = TRUE '
+                            'WHERE id = %d' % only.id)
+                raw.close()
+
+        sa.event.listen(engine, 'before_cursor_execute', take_the_node)
+        self.addCleanup(sa.event.remove, engine, 'before_cursor_execute',
+                        take_the_node)
+        exc = self.assertRaises(exception.NoNodeReservable,
+                                dbapi.create_reservation, _values(),
+                                [only.uuid], ttl=60)
+        # NOTE: the simulated writer's change went with the rolled back
+        # transaction; the reasons come from a fresh read.
+        self.assertEqual([{'node_uuid': only.uuid,
+                           'reason': 'reserved by a concurrent request'}],
+                         exc.reasons)
+        self.assertEqual([], dbapi.get_reservation_list())
+        self.assertEqual([], utils.check_invariant())
 
     def test_concurrent_reservations_hold_each_node_once(self):
         nodes = [utils.make_available_node(self.context).uuid

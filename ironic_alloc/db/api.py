@@ -387,6 +387,14 @@ class Connection(metaclass=abc.ABCMeta):
         """(id, conductor_affinity) of allocating allocations whose owner
         is not among ``alive_ids``."""
 
+    @abc.abstractmethod
+    def get_long_allocating(self, older_than):
+        """Allocations in state allocating created more than
+        ``older_than`` seconds ago (database clock), oldest first.
+
+        :returns: rows (uuid, created_at, conductor_affinity).
+        """
+
     # Purge: one rule each for what may be deleted, shared by the
     # conductor's periodic purge and ``ironic-alloc-dbsync purge``.  Ages
     # are measured with the database clock; each batch is one

@@ -1129,6 +1129,17 @@ class Connection(api.Connection):
                     a.conductor_affinity.notin_(list(alive_ids))))
             return [(row.id, row.conductor_affinity) for row in query]
 
+    def get_long_allocating(self, older_than):
+        allocations = stmts.ALLOCATIONS.c
+        threshold = self._age_threshold(older_than)
+        with _connection_for_read() as conn:
+            return conn.execute(
+                sa.select(allocations.uuid, allocations.created_at,
+                          allocations.conductor_affinity)
+                .where(allocations.state == states.ALLOCATING,
+                       allocations.created_at < threshold)
+                .order_by(allocations.created_at, allocations.id)).all()
+
     # Purge
 
     def _age_threshold(self, seconds):

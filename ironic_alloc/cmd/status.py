@@ -72,7 +72,10 @@ class Checks(upgradecheck.UpgradeCommands):
 
     display_title = 'ironic-alloc upgrade status'
 
-    def __init__(self):
+    def __init__(self, conf=CONF):
+        """:param conf: the configuration the checks read (the process's
+            by default)."""
+        self.conf = conf
         self.dbapi = db_api.get_instance()
         self.context = ia_context.get_admin_context()
 
@@ -91,7 +94,7 @@ class Checks(upgradecheck.UpgradeCommands):
     @_needs_database
     def _check_release_pin_and_objects(self):
         try:
-            pin = CONF.pin_release_version
+            pin = self.conf.pin_release_version
         except cfg.ConfigFileValueError as exc:
             return Result(Code.FAILURE,
                           '[DEFAULT]pin_release_version names no release '
@@ -173,7 +176,7 @@ class Checks(upgradecheck.UpgradeCommands):
 
     @_needs_database
     def _check_long_allocating(self):
-        timeout = CONF.conductor.heartbeat_timeout
+        timeout = self.conf.conductor.heartbeat_timeout
         rows = self.dbapi.get_long_allocating(timeout)
         if not rows:
             return Result(Code.SUCCESS,
@@ -205,12 +208,12 @@ class Checks(upgradecheck.UpgradeCommands):
                       'upgrade.')
 
     def _check_placement(self):
-        backend = CONF.allocation.backend
+        backend = self.conf.allocation.backend
         if backend != allocation_conf.PLACEMENT:
             return Result(Code.SUCCESS,
                           'Placement is not used ([allocation]backend is '
                           '%s).' % backend)
-        auth_type = CONF.placement.auth_type
+        auth_type = self.conf.placement.auth_type
         if not auth_type:
             return Result(Code.FAILURE,
                           '[allocation]backend is placement but '
@@ -221,13 +224,14 @@ class Checks(upgradecheck.UpgradeCommands):
         try:
             # NOTE: builds keystoneauth1's plugin, session and adapter from
             # the options as a conductor does, sending nothing.
-            placement.PlacementClient(lambda method, path: None, CONF)
+            placement.PlacementClient(lambda method, path: None,
+                                      self.conf)
         except exception.ConfigInvalid as exc:
             return Result(Code.FAILURE,
                           '[allocation]backend is placement but the '
                           '[placement] options do not load: %s'
                           % _one_line(exc))
-        if not CONF.placement.sync_interval:
+        if not self.conf.placement.sync_interval:
             return Result(Code.WARNING,
                           'The [placement] options load (auth_type %s), '
                           'but [placement]sync_interval is 0: claims left '

@@ -57,9 +57,11 @@ class Allocation(base.IronicAllocObject):
                 or self.instance_uuid is not None
                 or self.expires_at is not None):
             return '1.3'
-        if self.explanation is not None:
+        # NOTE: the columns of these dictionaries store an empty one for
+        # None; an empty one carries nothing.
+        if self.explanation:
             return '1.2'
-        if self.match is not None:
+        if self.match:
             return '1.1'
         return '1.0'
 

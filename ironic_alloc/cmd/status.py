@@ -19,10 +19,8 @@ from oslo_utils import versionutils
 import sqlalchemy.exc
 
 from ironic_alloc.common import context as ia_context
-from ironic_alloc.common import exception
-from ironic_alloc.common import placement
 from ironic_alloc.common import release_mappings
-from ironic_alloc.conf import allocation as allocation_conf
+from ironic_alloc.conductor import backends
 from ironic_alloc.conf import CONF
 from ironic_alloc.conf import opts
 from ironic_alloc.db import api as db_api
@@ -207,45 +205,22 @@ class Checks(upgradecheck.UpgradeCommands):
                       'look at their worker pools and logs before the '
                       'upgrade.')
 
-    def _check_placement(self):
-        backend = self.conf.allocation.backend
-        if backend != allocation_conf.PLACEMENT:
-            return Result(Code.SUCCESS,
-                          'Placement is not used ([allocation]backend is '
-                          '%s).' % backend)
-        auth_type = self.conf.placement.auth_type
-        if not auth_type:
-            return Result(Code.FAILURE,
-                          '[allocation]backend is placement but '
-                          '[placement]auth_type is not set: set it (e.g. '
-                          'password, with auth_url, username, password and '
-                          'project options) so conductors can reach '
-                          'Placement.')
-        try:
-            # NOTE: builds keystoneauth1's plugin, session and adapter from
-            # the options as a conductor does, sending nothing.
-            placement.PlacementClient(lambda method, path: None,
-                                      self.conf)
-        except exception.ConfigInvalid as exc:
-            return Result(Code.FAILURE,
-                          '[allocation]backend is placement but the '
-                          '[placement] options do not load: %s'
-                          % _one_line(exc))
-        if not self.conf.placement.sync_interval:
-            return Result(Code.WARNING,
-                          'The [placement] options load (auth_type %s), '
-                          'but [placement]sync_interval is 0: claims left '
-                          'by a Placement outage or a crash are never '
-                          'repaired.' % auth_type)
-        return Result(Code.SUCCESS,
-                      'The [placement] options load (auth_type %s); '
-                      'Placement itself is not contacted.' % auth_type)
+    def _check_backend(self):
+        name, problems, summary = backends.check_configuration(self.conf)
+        details = ' '.join(
+            ['[allocation]backend is %s: %s.' % (name, summary)]
+            + [_one_line(message) for _fatal, message in problems])
+        if any(fatal for fatal, _message in problems):
+            return Result(Code.FAILURE, details)
+        if problems:
+            return Result(Code.WARNING, details)
+        return Result(Code.SUCCESS, details)
 
     _upgrade_checks = (
         ('Database schema', _check_schema),
         ('Release pin and stored objects', _check_release_pin_and_objects),
         ('Long allocating allocations', _check_long_allocating),
-        ('Placement settings', _check_placement),
+        ('Allocation backend settings', _check_backend),
     )
 
 

@@ -153,8 +153,10 @@ class TestLongAllocatingCheck(StatusTestCase):
                       result.details)
 
 
-class TestPlacementCheck(StatusTestCase):
-    """On a configuration of their own: loading an auth plugin registers
+class TestBackendCheck(StatusTestCase):
+    """The allocation backend's settings, Placement's in particular.
+
+    On a configuration of their own: loading an auth plugin registers
     its options (some required) in the configuration it reads."""
 
     def setUp(self):
@@ -177,32 +179,35 @@ class TestPlacementCheck(StatusTestCase):
             self.conf.set_override(name, value, group=placement_conf.GROUP)
 
     def test_database_backend(self):
-        result = self.checks._check_placement()
+        result = self.checks._check_backend()
         self.assertEqual(Code.SUCCESS, result.code)
-        self.assertIn('not used', result.details)
+        self.assertEqual('[allocation]backend is database: nothing to '
+                         'check.', result.details)
 
     def test_no_auth_type(self):
         self.use_placement()
-        result = self.checks._check_placement()
+        result = self.checks._check_backend()
         self.assertEqual(Code.FAILURE, result.code)
         self.assertIn('[placement]auth_type is not set', result.details)
 
     def test_missing_plugin_option(self):
         self.use_placement('password', username='u', password='p')
-        result = self.checks._check_placement()
+        result = self.checks._check_backend()
         self.assertEqual(Code.FAILURE, result.code)
+        self.assertIn('[allocation]backend is placement', result.details)
+        self.assertIn('The [placement] options do not load', result.details)
         self.assertIn('auth_url', result.details)
 
     def test_coherent(self):
         self.use_placement('admin_token', endpoint='http://placement:8778',
                            token='secret')
-        result = self.checks._check_placement()
+        result = self.checks._check_backend()
         self.assertEqual(Code.SUCCESS, result.code, result.details)
         self.assertIn('auth_type admin_token', result.details)
         self.assertNotIn('secret', result.details)
         self.conf.set_override('sync_interval', 0,
                                group=placement_conf.GROUP)
-        result = self.checks._check_placement()
+        result = self.checks._check_backend()
         self.assertEqual(Code.WARNING, result.code, result.details)
         self.assertIn('sync_interval is 0', result.details)
 

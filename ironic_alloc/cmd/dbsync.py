@@ -1,4 +1,5 @@
-"""ironic-alloc-dbsync: create or upgrade the database schema."""
+"""ironic-alloc-dbsync: create or upgrade the database schema, and purge
+old rows."""
 
 import sys
 
@@ -6,7 +7,12 @@ from oslo_config import cfg
 
 from ironic_alloc.common import service as service_utils
 from ironic_alloc.conf import CONF
+from ironic_alloc.db import api as db_api
 from ironic_alloc.db import migration
+
+# Defaults of "purge" (documented in doc/source/cli/ironic-alloc-dbsync.rst).
+PURGE_OLDER_THAN_DAYS = 30
+PURGE_BATCH_SIZE = 1000
 
 
 def _upgrade():
@@ -22,18 +28,67 @@ def _version():
 
 def _check():
     try:
-        current, head = migration.version(), migration.head_revision()
+        state = migration.schema_state()
     except Exception as exc:
         # NOTE: its own exit status: "cannot tell" is not "upgrade needed".
         print('ERROR: the schema revision could not be read: %s' % exc)
         return 2
-    if current == head:
-        print('OK: the database schema is current (revision %s).' % head)
+    if state.is_current:
+        print('OK: the database schema is current (revision %s).'
+              % state.head)
         return 0
     print('UPGRADE NEEDED: the database schema is at revision %s, this '
           'code needs %s. Run "ironic-alloc-dbsync upgrade".'
-          % (current or 'empty', head))
+          % (state.current or 'empty', state.head))
     return 1
+
+
+def _purge():
+    days = CONF.command.older_than
+    batch_size = CONF.command.batch_size
+    if days < 0 or batch_size < 1:
+        print('ERROR: --older-than must be 0 or more days and --batch-size '
+              '1 or more rows.')
+        return 2
+    dbapi = db_api.get_instance()
+    older_than = days * 86400
+    alive_timeout = CONF.conductor.heartbeat_timeout
+    if CONF.command.dry_run:
+        allocations = _print_all(
+            lambda limit, after: dbapi.get_purgeable_error_allocations(
+                older_than, limit, after),
+            batch_size, 'error allocation %(name)s (updated %(at)s)',
+            'uuid', 'updated_at')
+        conductors = _print_all(
+            lambda limit, after: dbapi.get_purgeable_conductors(
+                older_than, alive_timeout, limit, after),
+            batch_size, 'conductor %(name)s (last heartbeat %(at)s)',
+            'hostname', 'heartbeat_at')
+        print('Dry run: %d error allocations and %d conductors older than '
+              '%d days would be purged; nothing was deleted.'
+              % (allocations, conductors, days))
+        return 0
+    allocations = dbapi.purge_error_allocations(older_than, batch_size)
+    conductors = dbapi.purge_conductors(older_than, alive_timeout,
+                                        batch_size)
+    print('Purged %d error allocations and %d conductors older than %d '
+          'days.' % (allocations, conductors, days))
+    return 0
+
+
+def _print_all(list_page, batch_size, line, name, at):
+    """Print every row ``list_page(limit, after id)`` lists, page by
+    page; returns how many."""
+    count, after = 0, 0
+    while True:
+        rows = list_page(batch_size, after)
+        for row in rows:
+            print('Would purge ' + line % {'name': getattr(row, name),
+                                           'at': getattr(row, at)})
+        count += len(rows)
+        if len(rows) < batch_size:
+            return count
+        after = rows[-1].id
 
 
 def _add_parsers(subparsers):
@@ -51,6 +106,24 @@ def _add_parsers(subparsers):
                       'upgrade is needed, 2 when the database cannot be '
                       'read.')
     parser.set_defaults(func=_check)
+    parser = subparsers.add_parser(
+        'purge', help='Delete allocations in state error and rows of '
+                      'offline conductors older than --older-than days, '
+                      'in batches.')
+    parser.add_argument('--older-than', type=int,
+                        default=PURGE_OLDER_THAN_DAYS, metavar='DAYS',
+                        help='Age in days (database clock) of the rows to '
+                             'delete: error allocations not updated and '
+                             'conductors without a heartbeat for that '
+                             'long. Default: %(default)s.')
+    parser.add_argument('--batch-size', type=int, default=PURGE_BATCH_SIZE,
+                        metavar='N',
+                        help='Rows deleted per transaction. Default: '
+                             '%(default)s.')
+    parser.add_argument('--dry-run', action='store_true',
+                        help='Print the rows that would be deleted and '
+                             'their counts; delete nothing.')
+    parser.set_defaults(func=_purge)
 
 
 command_opt = cfg.SubCommandOpt('command', title='Command',

@@ -9,6 +9,7 @@ it:
   pool and the allocations in flight on it;
 * ``takeover.TakeOver``: re-drive, take-over, hand-back, dead locks;
 * ``leases.LeaseExpiry``: the release of holds whose lease ended;
+* ``purge.ErrorAllocationPurge``: the purge of old error allocations;
 * the allocation backend (``backends.load()``) and its background work;
 * ``periodics.PeriodicTasks``: the periodic tasks of all of them;
 * ``manager.ConductorManager``: the RPC endpoints.
@@ -24,6 +25,7 @@ from ironic_alloc.conductor import backends
 from ironic_alloc.conductor import leases
 from ironic_alloc.conductor import manager
 from ironic_alloc.conductor import periodics
+from ironic_alloc.conductor import purge
 from ironic_alloc.conductor import registration
 from ironic_alloc.conductor import takeover
 from ironic_alloc.conductor import workers
@@ -51,6 +53,7 @@ class ConductorService:
         self.allocation_worker = None
         self.takeover = None
         self.lease_expiry = None
+        self.error_purge = None
         self.periodic_tasks = None
         self.manager = None
         self._rpc_server = None
@@ -72,6 +75,7 @@ class ConductorService:
                                           self.allocation_worker)
         self.takeover.release_own_locks()
         self.lease_expiry = leases.LeaseExpiry(self.backend)
+        self.error_purge = purge.ErrorAllocationPurge()
         self.backend.start()
         self.manager = manager.ConductorManager(
             self.host, self.pool, self.allocation_worker, self.backend)
@@ -155,4 +159,8 @@ class ConductorService:
             # 1, so it is never disabled).
             (CONF.reservation.expiry_interval,
              self.lease_expiry.release_expired, True),
+            # NOTE: not a take-over setting either: the purge runs when
+            # take-over checks are disabled.
+            (self.error_purge.spacing(),
+             self.error_purge.purge_error_allocations, False),
         ] + self.backend.periodic_tasks(reloading)

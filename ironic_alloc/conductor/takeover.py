@@ -48,8 +48,7 @@ class TakeOver:
             self._worker.start(allocation_id)
 
     def take_over(self):
-        """Take the allocating rows of dead conductors, then purge old
-        allocations in error."""
+        """Take the allocating rows of dead conductors."""
         me = self._registration.id
         alive_ids = [c.id for c in self._registration.alive_conductors()]
         if me not in alive_ids:
@@ -61,11 +60,6 @@ class TakeOver:
                 LOG.info('Took over allocation %(id)s from dead conductor '
                          '%(owner)s', {'id': allocation_id, 'owner': owner})
                 self._worker.start(allocation_id)
-        if CONF.conductor.error_allocation_max_age:
-            purged = self.dbapi.purge_error_allocations(
-                CONF.conductor.error_allocation_max_age)
-            if purged:
-                LOG.info('Purged %d old allocations in state error', purged)
 
     def hand_back(self):
         """Give unfinished allocations to a live peer at once, instead of

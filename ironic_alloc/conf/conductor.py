@@ -80,8 +80,17 @@ conductor_opts = [
                mutable=True,
                min=0,
                help='Seconds after which allocations in state error are '
-                    'deleted by the periodic allocation check. 0 keeps '
-                    'them until a client deletes them.'),
+                    'deleted by the periodic purge (every '
+                    'error_allocation_purge_interval seconds, whatever the '
+                    'take-over settings are). 0 keeps them until a client '
+                    'deletes them or "ironic-alloc-dbsync purge" runs.'),
+    cfg.IntOpt('error_allocation_purge_interval',
+               default=60,
+               mutable=True,
+               min=1,
+               help='Seconds between periodic purges of allocations in '
+                    'state error older than error_allocation_max_age. '
+                    'Unused while error_allocation_max_age is 0.'),
     cfg.IntOpt('graceful_shutdown_timeout',
                default=60,
                mutable=True,

@@ -397,9 +397,57 @@ class Connection(metaclass=abc.ABCMeta):
         is not among ``alive_ids``."""
 
     @abc.abstractmethod
-    def purge_error_allocations(self, older_than):
-        """Delete error allocations not updated since ``older_than``
-        seconds (database clock).  :returns: the number deleted."""
+    def get_long_allocating(self, older_than):
+        """Allocations in state allocating created more than
+        ``older_than`` seconds ago (database clock), oldest first.
+
+        :returns: rows (uuid, created_at, conductor_affinity).
+        """
+
+    # Purge: one rule each for what may be deleted, shared by the
+    # conductor's periodic purge and ``ironic-alloc-dbsync purge``.  Ages
+    # are measured with the database clock; each batch is one
+    # transaction whose DELETE checks the rule again, so a row that
+    # changed since it was listed stays.
+
+    @abc.abstractmethod
+    def get_purgeable_error_allocations(self, older_than, limit,
+                                        after_id=0):
+        """The error allocations purge_error_allocations() would delete:
+        in state error, not updated for ``older_than`` seconds, and
+        bound to no node.
+
+        :returns: up to ``limit`` rows (id, uuid, updated_at), in id
+            order, of ids above ``after_id``.
+        """
+
+    @abc.abstractmethod
+    def purge_error_allocations(self, older_than, batch_size=1000):
+        """Delete the error allocations get_purgeable_error_allocations()
+        lists, ``batch_size`` rows per transaction.
+
+        :returns: the number deleted.
+        """
+
+    @abc.abstractmethod
+    def get_purgeable_conductors(self, older_than, alive_timeout, limit,
+                                 after_id=0):
+        """The conductor rows purge_conductors() would delete: no
+        heartbeat for ``older_than`` seconds, not alive by the take-over
+        rule (online with a heartbeat younger than ``alive_timeout``),
+        owning no allocating allocation and holding no node lock.
+
+        :returns: up to ``limit`` rows (id, hostname, heartbeat_at), in
+            id order, of ids above ``after_id``.
+        """
+
+    @abc.abstractmethod
+    def purge_conductors(self, older_than, alive_timeout, batch_size=1000):
+        """Delete the conductor rows get_purgeable_conductors() lists,
+        ``batch_size`` rows per transaction.
+
+        :returns: the number deleted.
+        """
 
     # Conductors
 

@@ -1,5 +1,6 @@
 """Schema migrations (alembic) for ironic-alloc-dbsync and the tests."""
 
+import collections
 import os
 
 from alembic import command as alembic_command
@@ -36,3 +37,22 @@ def head_revision():
     """The newest revision this code knows."""
     script = alembic_script.ScriptDirectory.from_config(_alembic_config())
     return script.get_current_head()
+
+
+class SchemaState(collections.namedtuple('SchemaState',
+                                         ('current', 'head'))):
+    """The database's schema revision (None when empty) and the newest
+    one this code knows."""
+
+    @property
+    def is_current(self):
+        return self.current == self.head
+
+
+def schema_state(engine=None):
+    """The revision of the database and the head, for every command that
+    compares them (dbsync check, the upgrade status check).
+
+    :raises: the driver's error when the database cannot be read.
+    """
+    return SchemaState(version(engine), head_revision())

@@ -1,5 +1,6 @@
 from oslo_utils import versionutils
 
+from ironic_alloc.common import states
 from ironic_alloc.db import api as db_api
 from ironic_alloc.objects import base
 from ironic_alloc.objects import fields
@@ -48,6 +49,21 @@ class Allocation(base.IronicAllocObject):
             primitive.pop('explanation', None)
         if version < (1, 1):
             primitive.pop('match', None)
+
+    def lowest_version(self):
+        """The oldest version of this object that carries all the data
+        of this allocation: below it, obj_make_compatible() drops some."""
+        if (self.kind != states.ALLOCATION_KIND
+                or self.instance_uuid is not None
+                or self.expires_at is not None):
+            return '1.3'
+        # NOTE: the columns of these dictionaries store an empty one for
+        # None; an empty one carries nothing.
+        if self.explanation:
+            return '1.2'
+        if self.match:
+            return '1.1'
+        return '1.0'
 
     @classmethod
     def get_by_id(cls, context, allocation_id):

@@ -59,6 +59,15 @@ class IronicAllocObject(object_base.VersionedObject,
         return obj
 
     @classmethod
+    def from_db_row(cls, context, db_object):
+        """A new object of one database row (a model or a Core row).
+
+        :raises: ValueError or TypeError when a column's value does not
+            fit its field.
+        """
+        return cls._from_db_object(context, cls(), db_object)
+
+    @classmethod
     def _from_db_object_list(cls, context, db_objects):
         return [cls._from_db_object(context, cls(), db_obj)
                 for db_obj in db_objects]

@@ -16,3 +16,13 @@ _BACKENDS = {backend.name: backend for backend in (
 def load():
     """A new backend as configured by ``[allocation]backend``."""
     return _BACKENDS[CONF.allocation.backend]()
+
+
+def check_configuration(conf=CONF):
+    """The configured backend's check_configuration(), with its name.
+
+    :returns: (backend name, problems, summary).
+    """
+    backend = _BACKENDS[conf.allocation.backend]
+    problems, summary = backend.check_configuration(conf)
+    return backend.name, problems, summary

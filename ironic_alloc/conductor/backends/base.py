@@ -20,6 +20,17 @@ class AllocationBackend(metaclass=abc.ABCMeta):
     def __init__(self):
         self.dbapi = db_api.get_instance()
 
+    @classmethod
+    def check_configuration(cls, conf):
+        """The backend's settings, checked without contacting anything
+        (for ``ironic-alloc-status upgrade check``).
+
+        :returns: (problems, summary): problems are (fatal, message)
+            pairs, fatal when a conductor could not work with them; the
+            summary says what was checked.
+        """
+        return [], 'nothing to check'
+
     # Life cycle of the background work
 
     def start(self):

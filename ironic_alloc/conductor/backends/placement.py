@@ -45,6 +45,30 @@ class PlacementBackend(base.AllocationBackend):
         self._sync_queued = set()
         self._sync_lock = threading.Lock()
 
+    @classmethod
+    def check_configuration(cls, conf):
+        auth_type = conf.placement.auth_type
+        if not auth_type:
+            return [(True, '[placement]auth_type is not set: set it (e.g. '
+                           'password, with auth_url, username, password '
+                           'and the project options) so conductors can '
+                           'reach Placement.')], 'checked [placement]'
+        try:
+            # NOTE: builds keystoneauth1's plugin, session and adapter
+            # from the options as a conductor does, sending nothing.
+            new_client(conf)
+        except exception.ConfigInvalid as exc:
+            return [(True, 'The [placement] options do not load: %s'
+                           % exc)], 'checked [placement]'
+        problems = []
+        if not conf.placement.sync_interval:
+            problems.append((False, '[placement]sync_interval is 0: claims '
+                                    'left by a Placement outage or a crash '
+                                    'are never repaired.'))
+        return problems, ('the [placement] options load (auth_type %s); '
+                          'Placement itself is not contacted'
+                          % auth_type)
+
     def start(self):
         self._sync_pool = futurist.ThreadPoolExecutor(max_workers=1)
 

@@ -1150,15 +1150,48 @@ class Connection(api.Connection):
                     a.conductor_affinity.notin_(list(alive_ids))))
             return [(row.id, row.conductor_affinity) for row in query]
 
-    @retry_on_conflict
-    def purge_error_allocations(self, older_than):
-        threshold = self.get_database_time() - datetime.timedelta(
-            seconds=older_than)
-        with _session_for_write() as session:
-            return session.query(models.Allocation).filter(
-                models.Allocation.state == states.ALLOCATION_ERROR,
-                models.Allocation.updated_at < threshold,
-            ).delete(synchronize_session=False)
+    def get_long_allocating(self, older_than):
+        allocations = stmts.ALLOCATIONS.c
+        threshold = self._age_threshold(older_than)
+        with _connection_for_read() as conn:
+            return conn.execute(
+                sa.select(allocations.uuid, allocations.created_at,
+                          allocations.conductor_affinity)
+                .where(allocations.state == states.ALLOCATING,
+                       allocations.created_at < threshold)
+                .order_by(allocations.created_at, allocations.id)).all()
+
+    # Purge
+
+    def _age_threshold(self, seconds):
+        return self.get_database_time() - datetime.timedelta(
+            seconds=seconds)
+
+    def get_purgeable_error_allocations(self, older_than, limit,
+                                        after_id=0):
+        rule = _purgeable_error_allocations(self._age_threshold(older_than))
+        allocations = stmts.ALLOCATIONS.c
+        return _purgeable_rows(
+            (allocations.id, allocations.uuid, allocations.updated_at),
+            rule, limit, after_id)
+
+    def purge_error_allocations(self, older_than, batch_size=1000):
+        rule = _purgeable_error_allocations(self._age_threshold(older_than))
+        return _purge_in_batches(stmts.ALLOCATIONS, rule, batch_size)
+
+    def get_purgeable_conductors(self, older_than, alive_timeout, limit,
+                                 after_id=0):
+        rule = _purgeable_conductors(self._age_threshold(older_than),
+                                     self._age_threshold(alive_timeout))
+        conductors = _CONDUCTORS.c
+        return _purgeable_rows(
+            (conductors.id, conductors.hostname, conductors.heartbeat_at),
+            rule, limit, after_id)
+
+    def purge_conductors(self, older_than, alive_timeout, batch_size=1000):
+        rule = _purgeable_conductors(self._age_threshold(older_than),
+                                     self._age_threshold(alive_timeout))
+        return _purge_in_batches(_CONDUCTORS, rule, batch_size)
 
     # Conductors
 
@@ -1242,6 +1275,81 @@ class Connection(api.Connection):
     def get_database_time(self):
         with _session_for_read() as session:
             return _as_datetime(session.execute(sa.select(utc_now())).scalar())
+
+
+_CONDUCTORS = models.Conductor.__table__
+
+
+def _purgeable_error_allocations(threshold):
+    """The rule of purgeable error allocations (db api): in state error,
+    unchanged since ``threshold``, and no node points to them (a node
+    still bound to one keeps it, so no node is left pointing to a
+    missing hold)."""
+    allocations = stmts.ALLOCATIONS.c
+    return sa.and_(
+        allocations.state == states.ALLOCATION_ERROR,
+        sa.func.coalesce(allocations.updated_at,
+                         allocations.created_at) < threshold,
+        ~sa.exists().where(stmts.NODES.c.allocation_id == allocations.id))
+
+
+def _purgeable_conductors(threshold, alive_threshold):
+    """The rule of purgeable conductor rows (db api): no heartbeat since
+    ``threshold``, not alive by the take-over rule (online with a
+    heartbeat since ``alive_threshold``), owning no allocating
+    allocation (take-over moves those to a live conductor first) and
+    holding no node lock (nodes.reservation names the hostname; the
+    release of dead conductors' locks clears it first)."""
+    conductors = _CONDUCTORS.c
+    last_seen = sa.func.coalesce(conductors.heartbeat_at,
+                                 conductors.created_at)
+    allocations = stmts.ALLOCATIONS.c
+    return sa.and_(
+        last_seen < threshold,
+        ~sa.and_(conductors.online == sa.true(),
+                 last_seen >= alive_threshold),
+        ~sa.exists().where(allocations.state == states.ALLOCATING,
+                           allocations.conductor_affinity == conductors.id),
+        ~sa.exists().where(stmts.NODES.c.reservation == conductors.hostname))
+
+
+def _purgeable_rows(columns, rule, limit, after_id):
+    table = columns[0].table
+    with _connection_for_read() as conn:
+        return conn.execute(
+            sa.select(*columns).where(rule, table.c.id > after_id)
+            .order_by(table.c.id).limit(limit)).all()
+
+
+def _purge_in_batches(table, rule, batch_size):
+    """Delete the rows of ``table`` matching ``rule``, ``batch_size`` per
+    transaction, so no transaction locks many rows for long.
+
+    :returns: the number deleted.
+    """
+    deleted = 0
+    while True:
+        listed, count = _purge_batch(table, rule, batch_size)
+        deleted += count
+        # NOTE: a batch of which nothing went changed under us
+        # (concurrent writers); stop rather than list it again.
+        if listed < batch_size or not count:
+            return deleted
+
+
+@retry_on_conflict
+def _purge_batch(table, rule, batch_size):
+    with _connection_for_write() as conn:
+        ids = conn.execute(sa.select(table.c.id).where(rule).order_by(
+            table.c.id).limit(batch_size)).scalars().all()
+        if not ids:
+            return 0, 0
+        # NOTE: the rule is checked again by the DELETE itself: a row
+        # that changed since the SELECT (on a server's READ COMMITTED)
+        # stays.
+        result = conn.execute(table.delete().where(table.c.id.in_(ids),
+                                                   rule))
+        return len(ids), result.rowcount
 
 
 def _delete_hold(conn, hold, node_states):

@@ -111,6 +111,11 @@ class NodeInMaintenance(Invalid):
                 '%(node)s because it\'s in maintenance mode.')
 
 
+class ChassisNotEmpty(Invalid):
+    _msg_fmt = ('Cannot complete the requested action because chassis '
+                '%(chassis)s contains nodes.')
+
+
 class UnsupportedFeature(Invalid):
     _msg_fmt = ('%(feature)s is not supported by ironic_alloc: it '
                 'allocates and tracks nodes but drives no hardware.')
@@ -167,6 +172,10 @@ class PortNotFound(NotFound):
 
 class AllocationNotFound(NotFound):
     _msg_fmt = 'Allocation %(allocation)s could not be found.'
+
+
+class ChassisNotFound(NotFound):
+    _msg_fmt = 'Chassis %(chassis)s could not be found.'
 
 
 class ReservationNotFound(NotFound):
@@ -247,6 +256,10 @@ class AllocationDuplicateName(Conflict):
 
 class AllocationAlreadyExists(Conflict):
     _msg_fmt = 'Allocation with UUID %(uuid)s already exists.'
+
+
+class ChassisAlreadyExists(Conflict):
+    _msg_fmt = 'A chassis with UUID %(uuid)s already exists.'
 
 
 class AllocationLost(Conflict):

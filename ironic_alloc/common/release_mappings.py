@@ -9,7 +9,8 @@ is removed and the services restarted.
 
 Add a release here when it is cut: its name, the RPC API version
 (conductor/rpcapi.py) and the version of every object (objects/) it
-shipped.  ``CURRENT`` is the code of this tree;
+shipped; an object added later is absent from the older releases (it
+goes at its own version, and an older peer never receives it).  ``CURRENT`` is the code of this tree;
 ironic_alloc/tests/unit/common/test_release_mappings.py checks that it
 matches the code.
 """
@@ -29,6 +30,7 @@ RELEASE_MAPPING = {
         'rpc': '1.2',
         'objects': {
             'Allocation': '1.3',
+            'Chassis': '1.0',
             'Conductor': '1.0',
             'Node': '1.0',
         },

@@ -31,7 +31,8 @@ class Connection(metaclass=abc.ABCMeta):
         """Create a node (and its traits, given as ``values['traits']``).
 
         :returns: the node model with its traits loaded.
-        :raises: NodeAlreadyExists, DuplicateName, InstanceAssociated.
+        :raises: NodeAlreadyExists, DuplicateName, InstanceAssociated,
+            ChassisNotFound when ``chassis_uuid`` names no chassis.
         """
 
     @abc.abstractmethod
@@ -60,7 +61,7 @@ class Connection(metaclass=abc.ABCMeta):
             lessee, project (owner or lessee), conductor_group, driver,
             reserved (bool), reserved_by_any_of (list), fault,
             retired (bool), description_contains, uuid_in (list),
-            id_in (list), instance_uuid.
+            id_in (list), instance_uuid, chassis_uuid.
         :param marker: the id of the last node of the previous page.
         :raises: InvalidParameterValue for an unknown sort key.
         """
@@ -73,7 +74,8 @@ class Connection(metaclass=abc.ABCMeta):
     def update_node(self, node_id, values):
         """Update a node; ``values['traits']`` is not accepted here.
 
-        :raises: NodeNotFound, DuplicateName, InstanceAssociated.
+        :raises: NodeNotFound, DuplicateName, InstanceAssociated,
+            ChassisNotFound when ``chassis_uuid`` names no chassis.
         """
 
     @abc.abstractmethod
@@ -119,6 +121,47 @@ class Connection(metaclass=abc.ABCMeta):
         :param hostname: release the locks of this host instead (a
             restarted conductor releasing what its previous run held).
         :returns: list of (node uuid, holder, provision state) released.
+        """
+
+    # Chassis
+
+    @abc.abstractmethod
+    def create_chassis(self, values):
+        """Create a chassis.  :raises: ChassisAlreadyExists."""
+
+    @abc.abstractmethod
+    def get_chassis_by_id(self, chassis_id):
+        """:raises: ChassisNotFound."""
+
+    @abc.abstractmethod
+    def get_chassis_by_uuid(self, chassis_uuid):
+        """:raises: ChassisNotFound."""
+
+    @abc.abstractmethod
+    def get_chassis_list(self, limit=None, marker=None, sort_key=None,
+                         sort_dir=None):
+        """One page of chassis.
+
+        :param marker: the id of the last chassis of the previous page.
+        :raises: InvalidParameterValue for an unknown sort key.
+        """
+
+    @abc.abstractmethod
+    def update_chassis(self, chassis_id, values):
+        """Change the description or extra of a chassis.
+
+        :raises: ChassisNotFound.
+        """
+
+    @abc.abstractmethod
+    def destroy_chassis(self, chassis_id):
+        """Delete a chassis that no node names.
+
+        The chassis row is locked first, and node writes naming a chassis
+        lock it too (create_node, update_node), so a node cannot join a
+        chassis while it is being deleted.
+
+        :raises: ChassisNotFound, ChassisNotEmpty.
         """
 
     # Allocations

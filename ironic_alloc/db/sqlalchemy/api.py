@@ -305,7 +305,7 @@ _NODE_LIST_FILTERS = ('provision_state', 'resource_class', 'maintenance',
                       'conductor_group', 'driver', 'reserved',
                       'reserved_by_any_of', 'fault', 'retired',
                       'description_contains', 'uuid_in', 'instance_uuid',
-                      'id_in')
+                      'id_in', 'chassis_uuid')
 
 
 def _filter_nodes(query, filters):
@@ -314,7 +314,7 @@ def _filter_nodes(query, filters):
         raise ValueError('Unknown node filters: %s' % sorted(unknown))
     m = models.Node
     for key in ('resource_class', 'owner', 'lessee', 'driver', 'fault',
-                'instance_uuid'):
+                'instance_uuid', 'chassis_uuid'):
         if key in filters:
             query = query.filter(getattr(m, key) == filters[key])
     if 'conductor_group' in filters:
@@ -355,6 +355,22 @@ def _filter_nodes(query, filters):
     if 'id_in' in filters:
         query = query.filter(m.id.in_(list(filters['id_in'])))
     return query
+
+
+def _lock_named_chassis(session, values):
+    """Lock the chassis a node write names (``values['chassis_uuid']``)
+    until the write commits, so destroy_chassis() waits for it and then
+    sees the node.
+
+    :raises: ChassisNotFound.
+    """
+    chassis_uuid = values.get('chassis_uuid')
+    if not chassis_uuid:
+        return
+    found = session.query(models.Chassis.id).filter_by(
+        uuid=chassis_uuid).with_for_update().first()
+    if found is None:
+        raise exception.ChassisNotFound(chassis=chassis_uuid)
 
 
 def _with_match_columns(values):
@@ -442,6 +458,7 @@ class Connection(api.Connection):
         node.traits = [models.NodeTrait(trait=t) for t in sorted(set(traits))]
         try:
             with _session_for_write() as session:
+                _lock_named_chassis(session, values)
                 session.add(node)
                 session.flush()
                 _write_capabilities(session, node.id,
@@ -507,6 +524,7 @@ class Connection(api.Connection):
                 if node is None:
                     raise exception.NodeNotFound(node=node_id)
                 node_uuid = node.uuid  # for the error below (not the id)
+                _lock_named_chassis(session, values)
                 if 'provision_state' in values:
                     values = dict(values,
                                   provision_updated_at=datetime.datetime.now(
@@ -635,6 +653,78 @@ class Connection(api.Connection):
                     node.target_power_state = None
                 node.reservation = None
         return released
+
+    # Chassis
+
+    @retry_on_conflict
+    def create_chassis(self, values):
+        values = dict(values)
+        values.setdefault('uuid', uuidutils.generate_uuid())
+        chassis = models.Chassis()
+        chassis.update(values)
+        try:
+            with _session_for_write() as session:
+                session.add(chassis)
+                session.flush()
+        except db_exc.DBDuplicateEntry:
+            raise exception.ChassisAlreadyExists(uuid=values['uuid'])
+        return self.get_chassis_by_uuid(values['uuid'])
+
+    def _get_chassis(self, **criteria):
+        with _session_for_read() as session:
+            chassis = session.query(models.Chassis).filter_by(
+                **criteria).first()
+            if chassis is None:
+                raise exception.ChassisNotFound(
+                    chassis=next(iter(criteria.values())))
+            return chassis
+
+    def get_chassis_by_id(self, chassis_id):
+        return self._get_chassis(id=chassis_id)
+
+    def get_chassis_by_uuid(self, chassis_uuid):
+        return self._get_chassis(uuid=chassis_uuid)
+
+    def get_chassis_list(self, limit=None, marker=None, sort_key=None,
+                         sort_dir=None):
+        with _session_for_read() as session:
+            marker_obj = None
+            if marker is not None:
+                marker_obj = session.get(models.Chassis, marker)
+            return _paginate_query(models.Chassis, limit, marker_obj,
+                                   sort_key, sort_dir,
+                                   session.query(models.Chassis))
+
+    @retry_on_conflict
+    def update_chassis(self, chassis_id, values):
+        if 'uuid' in values:
+            raise exception.InvalidParameterValue(
+                err='Cannot overwrite UUID for an existing chassis.')
+        with _session_for_write() as session:
+            chassis = session.query(models.Chassis).filter_by(
+                id=chassis_id).with_for_update().first()
+            if chassis is None:
+                raise exception.ChassisNotFound(chassis=chassis_id)
+            chassis.update(values)
+            session.flush()
+        return self.get_chassis_by_id(chassis_id)
+
+    @retry_on_conflict
+    def destroy_chassis(self, chassis_id):
+        with _session_for_write() as session:
+            # NOTE: locked before looking for nodes: a node write naming
+            # this chassis holds the same lock until it commits (see
+            # _lock_named_chassis), so its node is seen here or its write
+            # finds the chassis gone.
+            chassis = session.query(models.Chassis).filter_by(
+                id=chassis_id).with_for_update().first()
+            if chassis is None:
+                raise exception.ChassisNotFound(chassis=chassis_id)
+            has_nodes = session.query(models.Node.id).filter_by(
+                chassis_uuid=chassis.uuid).first() is not None
+            if has_nodes:
+                raise exception.ChassisNotEmpty(chassis=chassis.uuid)
+            session.delete(chassis)
 
     # Allocations
 

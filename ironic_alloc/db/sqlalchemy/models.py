@@ -84,6 +84,9 @@ class Node(Base):
         sa.Index('nodes_owner_idx', 'owner'),
         sa.Index('nodes_lessee_idx', 'lessee'),
         sa.Index('nodes_allocation_id_idx', 'allocation_id'),
+        # NOTE: the nodes of a chassis: its node list, and the check that
+        # it has none before it is deleted.
+        sa.Index('nodes_chassis_uuid_idx', 'chassis_uuid'),
         # NOTE: the normalised properties of the matching language
         # (common/matching.py), each searchable on its own.
         sa.Index('nodes_match_cpus_idx', 'match_cpus'),
@@ -152,6 +155,26 @@ class Node(Base):
     traits = orm.relationship('NodeTrait', lazy='selectin',
                               cascade='all, delete-orphan',
                               passive_deletes=True)
+
+
+class Chassis(Base):
+    """A chassis of the Bare Metal API: a group of nodes and free metadata.
+
+    Nodes name their chassis by ``nodes.chassis_uuid``, with no foreign
+    key: a node write naming a chassis locks its row (db.api), and deleting
+    a chassis locks it before looking for its nodes, so neither can miss
+    the other.
+    """
+
+    __tablename__ = 'chassis'
+    __table_args__ = (
+        sa.UniqueConstraint('uuid', name='uniq_chassis0uuid'),
+        table_args(),
+    )
+    id = sa.Column(sa.Integer, primary_key=True)
+    uuid = sa.Column(sa.String(36), nullable=False)
+    description = sa.Column(sa.String(255), nullable=True)
+    extra = sa.Column(db_types.JsonEncodedDict, nullable=True)
 
 
 class NodeTrait(Base):

@@ -307,6 +307,44 @@ class MigrationCheckersMixin:
             self.assertEqual(('allocation', None, None), tuple(row))
             conn.execute(sa.text('DELETE FROM allocations'))
 
+    def _pre_upgrade_e5b8a2c7d431(self, engine):
+        nodes = sa.table('nodes', sa.column('uuid'), sa.column('driver'),
+                         sa.column('maintenance'), sa.column('protected'),
+                         sa.column('retired'), sa.column('console_enabled'),
+                         sa.column('chassis_uuid'))
+        self._insert(engine, nodes, {
+            'uuid': '5d0f3c52-6f0e-4f55-9e0c-3a1f0b6c9a01',
+            'driver': 'fake-hardware', 'maintenance': False,
+            'protected': False, 'retired': False, 'console_enabled': False,
+            'chassis_uuid': '9b1e0e1a-4c2e-4a6b-8d3e-2f7c5a1b0c02'})
+
+    def _check_e5b8a2c7d431(self, engine, data):
+        self.assertLessEqual(
+            {'id', 'uuid', 'description', 'extra', 'created_at',
+             'updated_at'}, self._columns(engine, 'chassis'))
+        self.assertIn('uniq_chassis0uuid',
+                      self._unique_names(engine, 'chassis'))
+        by_name = {i['name']: i for i in
+                   sa.inspect(engine).get_indexes('nodes')}
+        self.assertEqual(['chassis_uuid'],
+                         by_name['nodes_chassis_uuid_idx']['column_names'])
+        chassis = sa.table('chassis', sa.column('uuid'),
+                           sa.column('description'))
+        uuid = '0e9f1d7a-3b3c-4b0e-9a55-6c1d2e3f4a05'
+        self._insert(engine, chassis, {'uuid': uuid, 'description': 'c'})
+        with engine.begin() as conn:
+            # A node's chassis_uuid written before the upgrade is kept.
+            self.assertEqual(
+                '9b1e0e1a-4c2e-4a6b-8d3e-2f7c5a1b0c02',
+                conn.execute(sa.text(
+                    'SELECT chassis_uuid FROM nodes WHERE uuid = '
+                    "'5d0f3c52-6f0e-4f55-9e0c-3a1f0b6c9a01'")).scalar())
+        self.assertRaises(db_exc.DBDuplicateEntry, self._insert, engine,
+                          chassis, {'uuid': uuid})
+        with engine.begin() as conn:
+            conn.execute(sa.text('DELETE FROM chassis'))
+            conn.execute(sa.text('DELETE FROM nodes'))
+
     def _insert(self, engine, table, values):
         with engine.begin() as conn:
             conn.execute(table.insert().values(**values))

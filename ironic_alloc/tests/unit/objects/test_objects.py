@@ -11,6 +11,7 @@ from ironic_alloc.tests import base as test_base
 # changed, so older peers need obj_make_compatible() for the new version.
 expected_object_fingerprints = {
     'Allocation': '1.3-2af677420a77ffbddd36bb381e22ab6a',
+    'Chassis': '1.0-c35dcce94fa3bbb43d75465b7c43d5f1',
     'Conductor': '1.0-157a8b1669d035736cbc95ecce8cf73e',
     'Node': '1.0-6fc77293fafa5326bef0896edc25880e',
 }

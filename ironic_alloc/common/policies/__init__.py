@@ -8,6 +8,7 @@ import itertools
 
 from ironic_alloc.common.policies import allocation
 from ironic_alloc.common.policies import base
+from ironic_alloc.common.policies import chassis
 from ironic_alloc.common.policies import node
 from ironic_alloc.common.policies import reservation
 from ironic_alloc.common.policies import service
@@ -15,4 +16,5 @@ from ironic_alloc.common.policies import service
 
 def list_rules():
     return list(itertools.chain(base.rules, node.rules, allocation.rules,
-                                reservation.rules, service.rules))
+                                reservation.rules, chassis.rules,
+                                service.rules))

@@ -66,7 +66,7 @@ class APIFixture(fixture.GabbiFixture):
         self._use(base.Database())
         hooks.reset_rpcapi()
         for name in ('NODE_UUID', 'NODE2_UUID', 'INSTANCE_UUID',
-                     'MISSING_UUID'):
+                     'MISSING_UUID', 'CHASSIS_UUID', 'CHASSIS2_UUID'):
             os.environ[name] = uuidutils.generate_uuid()
 
     def _use(self, fix):

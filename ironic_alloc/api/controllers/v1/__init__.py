@@ -13,6 +13,7 @@ from ironic_alloc import api
 from ironic_alloc.api.controllers import link
 from ironic_alloc.api.controllers import routing
 from ironic_alloc.api.controllers.v1 import allocation
+from ironic_alloc.api.controllers.v1 import chassis
 from ironic_alloc.api.controllers.v1 import conductor
 from ironic_alloc.api.controllers.v1 import driver
 from ironic_alloc.api.controllers.v1 import extensions
@@ -27,6 +28,7 @@ from ironic_alloc.api import expose
 
 # Resources linked from GET /v1: name -> version gate (None: always).
 RESOURCES = {
+    'chassis': None,
     'nodes': None,
     'ports': None,
     'portgroups': utils.allow_portgroups,
@@ -56,6 +58,7 @@ def _links(name):
 class Controller(rest.RestController):
     """Version 1 API controller root."""
 
+    chassis = chassis.ChassisController()
     nodes = node.NodesController()
     allocations = allocation.AllocationsController()
     conductors = conductor.ConductorsController()

@@ -4,6 +4,7 @@ Node creation writes through objects (no conductor needed); updates,
 deletion, trait changes and actions go to the node's conductor by RPC.
 """
 
+import contextlib
 import datetime
 import re
 
@@ -88,7 +89,7 @@ class Node(base.APIBase):
     """The UUID of the instance deployed on this node"""
 
     chassis_uuid = types.uuid
-    """The UUID of the chassis (chassis are not supported: always null)"""
+    """The UUID of the chassis the node belongs to"""
 
     properties = types.dicttype
     """The physical characteristics of this node"""
@@ -370,7 +371,9 @@ def _check_values(values):
     if 'driver' in values and not values['driver']:
         raise exception.Invalid('The driver of a node cannot be empty.')
     if values.get('chassis_uuid'):
-        raise exception.UnsupportedFeature(feature='Chassis')
+        with chassis_named_by_node():
+            objects.Chassis.get_by_uuid(api.request.context,
+                                        values['chassis_uuid'])
     group = values.get('conductor_group')
     if group and not _CONDUCTOR_GROUP_RE.match(group):
         raise exception.Invalid(
@@ -381,6 +384,18 @@ def _check_values(values):
         raise exception.Invalid('Node description cannot exceed %d '
                                 'characters.' % DESCRIPTION_MAX_LENGTH)
     utils.check_stored_sizes(values)
+
+
+@contextlib.contextmanager
+def chassis_named_by_node():
+    """Around a node write or check naming a chassis: a chassis that does
+    not exist (or was deleted meanwhile) is a 400, as in Ironic: the
+    request is about the node, which exists."""
+    try:
+        yield
+    except exception.ChassisNotFound as e:
+        e.code = 400
+        raise
 
 
 def _to_object_values(values):
@@ -418,7 +433,12 @@ for _name, _feature in unsupported.NODE_FEATURES.items():
 
 
 class NodesController(rest.RestController):
-    """REST controller for nodes."""
+    """REST controller for nodes; with ``chassis_uuid``, the nodes of
+    that chassis (chassis.ChassisNodesController)."""
+
+    def __init__(self, chassis_uuid=None):
+        super().__init__()
+        self.chassis_uuid = chassis_uuid
 
     _custom_actions = {
         'detail': ['GET'],
@@ -467,6 +487,11 @@ class NodesController(rest.RestController):
         marker = None
         if query['marker'] is not None:
             marker = utils.get_query_node(query['marker']).id
+        if query['chassis_uuid'] is not None:
+            # NOTE: an unknown chassis is a 404, as in Ironic, rather than
+            # an empty list.
+            objects.Chassis.get_by_uuid(api.request.context,
+                                        query['chassis_uuid'])
         filters = _list_filters(query)
         project = access.list_project('node')
         if project is not None:
@@ -480,25 +505,35 @@ class NodesController(rest.RestController):
         page = NodeCollection()
         page.nodes = [convert_with_links(n, fields, preloaded, masks)
                       for n in nodes]
+        # NOTE: under /v1/chassis/{uuid}/nodes the chassis is in the path.
+        in_path = ('chassis_uuid',) if self.chassis_uuid else ()
         page.next = collection.next_link(
             resource, {k: v for k, v in query.items()
-                       if k not in ('limit', 'marker')},
+                       if k not in ('limit', 'marker') + in_path},
             nodes, limit)
         return page
+
+    def _resource(self, name):
+        """The path of a node list under /v1, for its ``next`` link."""
+        if self.chassis_uuid is None:
+            return name
+        return 'chassis/%s/%s' % (self.chassis_uuid, name)
 
     @expose.expose(NodeCollection, types.uuid, types.boolean,
                    types.boolean, types.boolean, str, types.uuid, int, str,
                    str, str, types.listtype, str, str, str, types.boolean,
-                   str, str, str)
+                   str, str, str, types.uuid)
     def get_all(self, instance_uuid=None, associated=None, maintenance=None,
                 retired=None, provision_state=None, marker=None,
                 limit=None, sort_key=None, sort_dir=None, driver=None,
                 fields=None, resource_class=None, fault=None,
                 conductor_group=None, detail=None, owner=None, lessee=None,
-                description_contains=None):
+                description_contains=None, chassis_uuid=None):
         """List nodes (Ironic's filters, paging and ``fields``)."""
         query = dict(locals())
         del query['self']
+        if self.chassis_uuid is not None:
+            query['chassis_uuid'] = self.chassis_uuid
         if detail is not None and not utils.allow_detail_query():
             raise exception.NotAcceptable(
                 'The "detail" parameter requires API version 1.43 or '
@@ -506,16 +541,18 @@ class NodesController(rest.RestController):
         if detail and fields is not None:
             raise exception.Invalid('Can not specify ?detail=True and '
                                     'fields in the same request.')
-        return self._get_nodes_collection(query, 'nodes', bool(detail))
+        return self._get_nodes_collection(query, self._resource('nodes'),
+                                          bool(detail))
 
     @expose.expose(NodeCollection, types.uuid, types.boolean,
                    types.boolean, types.boolean, str, types.uuid, int, str,
-                   str, str, str, str, str, str, str, str)
+                   str, str, str, str, str, str, str, str, types.uuid)
     def detail(self, instance_uuid=None, associated=None, maintenance=None,
                retired=None, provision_state=None, marker=None, limit=None,
                sort_key=None, sort_dir=None, driver=None,
                resource_class=None, fault=None, conductor_group=None,
-               owner=None, lessee=None, description_contains=None):
+               owner=None, lessee=None, description_contains=None,
+               chassis_uuid=None):
         """List nodes with all their fields."""
         # NOTE: Pecan routes GET /v1/nodes/<ident>/detail here as well
         # (the identifier as the first argument); as in Ironic, only the
@@ -524,7 +561,10 @@ class NodesController(rest.RestController):
             raise exception.NotFound()
         query = dict(locals(), fields=None, detail=None)
         del query['self']
-        return self._get_nodes_collection(query, 'nodes/detail', True)
+        if self.chassis_uuid is not None:
+            query['chassis_uuid'] = self.chassis_uuid
+        return self._get_nodes_collection(
+            query, self._resource('nodes/detail'), True)
 
     @expose.expose(Node, types.uuid_or_name, types.listtype)
     def get_one(self, node_ident, fields=None):
@@ -587,7 +627,8 @@ class NodesController(rest.RestController):
                      'console_enabled'):
             values[name] = bool(values.get(name))
         new_node = objects.Node(api.request.context, **values)
-        new_node.create()
+        with chassis_named_by_node():
+            new_node.create()
         LOG.info('Node %s created', new_node.uuid)
         utils.set_location('nodes', new_node.uuid)
         return convert_with_links(new_node)
@@ -614,6 +655,12 @@ class NodesController(rest.RestController):
         changed = _validated_changes(doc, patched)
         _check_values(changed)
         values = _to_object_values(dict(changed))
+        if (rpc_node.chassis_uuid and 'chassis_uuid' in values
+                and not values['chassis_uuid']
+                and not utils.allow_remove_chassis_uuid()):
+            raise exception.NotAcceptable(
+                'Removing the chassis_uuid of a node requires API version '
+                '1.25 or newer.')
         interfaces = {} if reset_interfaces else dict(
             rpc_node.interfaces or {})
         for name in node_obj.INTERFACE_FIELDS:
@@ -625,7 +672,7 @@ class NodesController(rest.RestController):
         for name, value in values.items():
             if rpc_node[name] != value:
                 rpc_node[name] = value
-        with utils.node_rpc(node_ident):
+        with utils.node_rpc(node_ident), chassis_named_by_node():
             new_node = api.request.rpcapi.update_node(
                 api.request.context, rpc_node,
                 utils.conductor_host(rpc_node))
@@ -649,6 +696,7 @@ class NodesController(rest.RestController):
 # Node list filters: query name -> version gate (None: always).
 FILTERS = {
     'instance_uuid': None,
+    'chassis_uuid': None,
     'associated': None,
     'maintenance': None,
     'provision_state': utils.allow_provision_state_filter,

@@ -8,9 +8,9 @@ One rule for all of them:
   (metalsmith, openstacksdk) keep working; reading one such object by id
   answers 404;
 * anything else (creating, changing or deleting those objects, and every
-  endpoint that needs hardware or a feature absent here: chassis, BIOS,
-  firmware, management, console, vendor passthru, RAID, events, deploy
-  templates, runbooks...) answers 400 with a message naming the feature
+  endpoint that needs hardware or a feature absent here: BIOS, firmware,
+  management, console, vendor passthru, RAID, events, deploy templates,
+  runbooks...) answers 400 with a message naming the feature
   (exception.UnsupportedFeature).
 """
 
@@ -35,7 +35,6 @@ NODE_FEATURES = {
 
 # Top-level resources absent here: path -> feature named in errors.
 TOP_LEVEL_FEATURES = {
-    'chassis': 'Chassis',
     'deploy_templates': 'Deploy templates',
     'runbooks': 'Runbooks',
     'events': 'Events',

@@ -150,7 +150,8 @@ class PolicyAppTestCase(base.DbTestCase):
         ``node``: available, owned by OWNER, leased by LESSEE, trait
         CUSTOM_A.  ``alloc_node``: the same, holding allocation
         ``alloc`` owned by LESSEE; ``resv_node``: the same, held by
-        reservation ``resv`` owned by LESSEE; ``instance``: a new UUID.  Both nodes
+        reservation ``resv`` owned by LESSEE; ``chassis``: an empty
+        chassis; ``instance``: a new UUID.  Both nodes
         are of resource class gold; the allocations created by the
         matrix ask for silver, so the conductor never hands these nodes
         out behind the test's back.
@@ -177,8 +178,12 @@ class PolicyAppTestCase(base.DbTestCase):
         resv = objects.Allocation.reserve(
             self.context, {'instance_uuid': uuidutils.generate_uuid(),
                            'owner': LESSEE}, [resv_node.uuid], 600)[0]
+        chassis = objects.Chassis(self.context, description='c-' + suffix,
+                                  extra={})
+        chassis.create()
         return {'node': node.uuid, 'alloc_node': alloc_node.uuid,
                 'alloc': alloc.uuid, 'resv': resv.uuid,
+                'chassis': chassis.uuid,
                 'instance': uuidutils.generate_uuid()}
 
 
@@ -201,6 +206,7 @@ def _fill(value, world):
 N = '/v1/nodes/{node}'
 A = '/v1/allocations/{alloc}'
 R = '/v1/reservations/{resv}'
+C = '/v1/chassis/{chassis}'
 RESERVATIONS_EXTENSION = 'ironic-alloc 1.2'
 NEW_NODE = {'driver': 'fake-hardware', 'resource_class': 'gold'}
 NEW_ALLOC = {'resource_class': 'silver'}
@@ -254,6 +260,9 @@ MATRIX = [
     # NOTE: retiring needs a manageable node; false is the same rule.
     ('node_update_retired', 'PATCH', N, _patch('/retired', False),
      '200 200 403  200 200 403  403 403 403  404 404 404'),
+    ('node_update_chassis_uuid', 'PATCH', N,
+     _patch('/chassis_uuid', '{chassis}', 'add'),
+     '200 403 403  403 403 403  403 403 403  404 404 404'),
     ('node_update_conductor_group', 'PATCH', N,
      _patch('/conductor_group', ''),
      '200 200 403  403 403 403  403 403 403  404 404 404'),
@@ -330,6 +339,22 @@ MATRIX = [
      '200 200 403  404 404 404  200 200 403  404 404 404'),
     ('reservation_delete', 'DELETE', R, None,
      '204 204 403  404 404 404  204 204 403  404 404 404'),
+    # Chassis are system resources, as in Ironic; the nodes of a chassis
+    # follow the node list's rules (a project sees its own nodes).
+    ('chassis_list', 'GET', '/v1/chassis', None,
+     '200 200 200  403 403 403  403 403 403  403 403 403'),
+    ('chassis_list_detail', 'GET', '/v1/chassis/detail', None,
+     '200 200 200  403 403 403  403 403 403  403 403 403'),
+    ('chassis_get', 'GET', C, None,
+     '200 200 200  403 403 403  403 403 403  403 403 403'),
+    ('chassis_nodes', 'GET', C + '/nodes', None,
+     '200 200 200  200 200 200  200 200 200  200 200 200'),
+    ('chassis_create', 'POST', '/v1/chassis', {'description': 'new'},
+     '201 403 403  403 403 403  403 403 403  403 403 403'),
+    ('chassis_update', 'PATCH', C, _patch('/description', 'changed'),
+     '200 200 403  403 403 403  403 403 403  403 403 403'),
+    ('chassis_delete', 'DELETE', C, None,
+     '204 403 403  403 403 403  403 403 403  403 403 403'),
     ('conductor_list', 'GET', '/v1/conductors', None,
      '200 200 200  403 403 403  403 403 403  403 403 403'),
     ('conductor_get', 'GET', '/v1/conductors/policy-conductor', None,

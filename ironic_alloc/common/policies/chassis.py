@@ -1,10 +1,14 @@
 """Rules of /v1/chassis: the operators of the deployment only.
 
-As in Ironic, chassis are system resources: the rules are system scoped,
-readers see them, members change them, admins create and delete them.
+As in Ironic, chassis are system resources: system readers see them,
+system members change them, system admins create and delete them.  The
+check strings name system-scoped personas, so a project-scoped token is
+refused whatever the scope types (listed as for every other rule here).
 """
 
 from oslo_policy import policy
+
+from ironic_alloc.common.policies import base
 
 CHASSIS = '/chassis/{chassis_id}'
 
@@ -13,7 +17,7 @@ def _rule(name, check_str, description, operations):
     return policy.DocumentedRuleDefault(
         name=name, check_str=check_str, description=description,
         operations=[{'method': m, 'path': p} for m, p in operations],
-        scope_types=['system'])
+        scope_types=base.SCOPES)
 
 
 rules = [

@@ -32,6 +32,7 @@ from wsme import types as wtypes
 from ironic_alloc.api import app
 from ironic_alloc.api.controllers import base as api_base
 from ironic_alloc.api.controllers.v1 import allocation
+from ironic_alloc.api.controllers.v1 import chassis
 from ironic_alloc.api.controllers.v1 import extensions
 from ironic_alloc.api.controllers.v1 import node
 from ironic_alloc.api.controllers.v1 import versions
@@ -122,6 +123,8 @@ class TestOpenAPIDocument(base.TestCase):
             set(schemas['NodeCreate']['properties']))
         self.assertEqual(self._writable(allocation.Allocation),
                          set(schemas['AllocationCreate']['properties']))
+        self.assertEqual(self._writable(chassis.Chassis),
+                         set(schemas['ChassisCreate']['properties']))
 
     def test_schemas_are_valid_json_schema(self):
         schemas = openapi.resolve(self.doc, self.doc['components'])
@@ -149,7 +152,11 @@ class TestOpenAPIMatchesRoutes(base.DbTestCase):
         status, alloc = self.api.json('POST', '/v1/allocations', {
             'name': 'openapi-alloc', 'resource_class': 'gold'})
         self.assertEqual(201, status, alloc)
+        status, chassis_doc = self.api.json('POST', '/v1/chassis', {
+            'description': 'openapi-chassis'})
+        self.assertEqual(201, status, chassis_doc)
         self.path_values = {
+            'chassis_uuid': chassis_doc['uuid'],
             'node_ident': node['uuid'],
             'allocation_ident': alloc['uuid'],
             'trait': 'CUSTOM_OPENAPI',

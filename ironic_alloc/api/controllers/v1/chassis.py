@@ -137,29 +137,6 @@ def _check_values(values):
     utils.check_stored_sizes(values)
 
 
-class ChassisNodesController(node.NodesController):
-    """/v1/chassis/{uuid}/nodes and /nodes/detail: the node list (its
-    filters, paging and rules) cut down to one chassis.  Nodes are shown,
-    created and changed under /v1/nodes only."""
-
-    _custom_actions = {'detail': ['GET']}
-
-    def __init__(self, chassis_uuid):
-        super().__init__(chassis_uuid=chassis_uuid)
-
-    @pecan.expose()
-    def _route(self, args, request=None):
-        method = pecan.request.method
-        remainder = [a for a in args if a]
-        if method not in ('GET', 'HEAD') or remainder not in ([],
-                                                              ['detail']):
-            raise exception.Invalid(
-                'The nodes of a chassis are only listed here (GET '
-                '/v1/chassis/{chassis_uuid}/nodes or /nodes/detail); nodes '
-                'are shown and changed under /v1/nodes.')
-        return super()._route(args, request)
-
-
 class ChassisController(rest.RestController):
     """REST controller for chassis."""
 
@@ -178,7 +155,7 @@ class ChassisController(rest.RestController):
             return
         if not uuidutils.is_uuid_like(ident):
             raise exception.InvalidUUID(uuid=ident)
-        return ChassisNodesController(ident), remainder[1:]
+        return node.NodesController(chassis_uuid=ident), remainder[1:]
 
     # Reads
 

@@ -433,8 +433,9 @@ for _name, _feature in unsupported.NODE_FEATURES.items():
 
 
 class NodesController(rest.RestController):
-    """REST controller for nodes; with ``chassis_uuid``, the nodes of
-    that chassis (chassis.ChassisNodesController)."""
+    """REST controller for nodes; with ``chassis_uuid``, the list of the
+    nodes of that chassis (/v1/chassis/{uuid}/nodes[/detail]): the node
+    list's filters, paging and rules, cut down to one chassis."""
 
     def __init__(self, chassis_uuid=None):
         super().__init__()
@@ -447,8 +448,25 @@ class NodesController(rest.RestController):
 
     @pecan.expose()
     def _route(self, args, request=None):
+        if self.chassis_uuid is not None:
+            self._check_chassis_route(args)
         routing.refuse_post_to_item(self, args, pecan.request)
         return super()._route(args, request)
+
+    @staticmethod
+    def _check_chassis_route(args):
+        """Under a chassis, nodes are listed only, as in Ironic (which
+        answers 400 for anything else there).
+
+        :raises: Invalid (400).
+        """
+        remainder = [a for a in args if a]
+        if (pecan.request.method not in ('GET', 'HEAD')
+                or remainder not in ([], ['detail'])):
+            raise exception.Invalid(
+                'The nodes of a chassis are only listed here (GET '
+                '/v1/chassis/{chassis_uuid}/nodes or /nodes/detail); nodes '
+                'are shown and changed under /v1/nodes.')
 
     @pecan.expose()
     def _lookup(self, ident, *remainder):

@@ -15,8 +15,9 @@ only for an identifier that exists, and a generated one never does.  Each
 path parameter takes a known identifier in most cases and a generated
 value in the others.  Deleting operations get identifiers of their own
 (``doomed_*``), so a deletion never removes what the other operations
-read.  The stateful phase follows the ``links`` of openapi.yaml instead
-(create or list nodes and allocations, then act on one).
+read; only empty chassis are ``doomed``, so deleting one answers 204.
+The stateful phase follows the ``links`` of openapi.yaml instead (create
+or list nodes, allocations and chassis, then act on one).
 """
 
 import collections
@@ -75,6 +76,7 @@ NODE_PATCH_PATHS = ['/extra/st', '/description', '/name', '/owner',
                     '/maintenance', '/protected', '/retired',
                     '/automated_clean']
 ALLOCATION_PATCH_PATHS = ['/name', '/extra/st', '/owner']
+CHASSIS_PATCH_PATHS = ['/description', '/extra/st']
 # OpenStack-API-Version values of the operations of an extension: mostly
 # its version (else the operation could never answer 2xx), sometimes
 # none or an older one.
@@ -91,6 +93,8 @@ OPERATION_DICTIONARIES = {
     'getNodeAllocation': {'path.node_ident': 'allocated_nodes'},
     'deleteNodeAllocation': {'path.node_ident': 'doomed_allocated_nodes'},
     'deleteAllocation': {'path.allocation_ident': 'doomed_allocations'},
+    'deleteChassis': {'path.chassis_uuid': 'doomed_chassis'},
+    'updateChassis': {'body.[*].path': 'chassis_patch_paths'},
     'updateNode': {'body.[*].path': 'node_patch_paths'},
     'updateAllocation': {'body.[*].path': 'allocation_patch_paths'},
     'explainAllocation': {'header.OpenStack-API-Version':
@@ -192,6 +196,11 @@ class Seeder:
             raise SeedError('allocation %s: %s' % (name, done))
         return alloc['uuid']
 
+    def chassis(self, description):
+        """A chassis; returns its UUID."""
+        return self.expect(201, 'POST', '/v1/chassis',
+                           {'description': description})['uuid']
+
     def reservation(self, node_uuid):
         """A reservation of the available node ``node_uuid``; returns its
         UUID."""
@@ -230,6 +239,11 @@ def seed(seeder, conductor_host):
     reservations = [seeder.reservation(n) for n in reserve_nodes[:2]]
     doomed_reservations = [seeder.reservation(n)
                            for n in reserve_nodes[2:5]]
+    # Chassis: known ones (nodes may be created in them), and empty
+    # doomed ones to delete.
+    chassis = [seeder.chassis('st-chassis-%d' % i) for i in range(2)]
+    doomed_chassis = [seeder.chassis('st-doomed-chassis-%d' % i)
+                      for i in range(3)]
     doomed_nodes = []
     for i in range(4):
         name = 'st-doomed-%d' % i
@@ -254,6 +268,9 @@ def seed(seeder, conductor_host):
         'doomed_reservations': doomed_reservations,
         'reservable_nodes': reserve_nodes[5:],
         'resource_classes': ['st-silver', 'st-gold'],
+        'chassis': chassis,
+        'doomed_chassis': doomed_chassis,
+        'chassis_patch_paths': CHASSIS_PATCH_PATHS,
     }
 
 
@@ -315,6 +332,9 @@ def config_text(dictionaries, report_dir):
         '"body.driver" = %s' % _binding('drivers'),
         '"body.conductor_group" = %s' % _binding('conductor_groups', 1.0),
         '"path.hostname" = %s' % _binding('conductors'),
+        '"path.chassis_uuid" = %s' % _binding('chassis'),
+        '"query.chassis_uuid" = %s' % _binding('chassis'),
+        '"body.chassis_uuid" = %s' % _binding('chassis'),
     ]
     for operation_id, bindings in sorted(OPERATION_DICTIONARIES.items()):
         lines += ['', '[[operations]]',

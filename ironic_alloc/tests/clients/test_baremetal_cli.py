@@ -2,6 +2,7 @@
 service."""
 
 import json
+import uuid
 
 from ironic_alloc.tests.clients import base
 
@@ -127,3 +128,49 @@ class TestNodeCommands(base.ClientTestCase):
         self.assertIn('HTTP 400', stderr)
         self.assertEqual([], self.cli_json('node', 'trait', 'list', name))
         self.cli('node', 'delete', name)
+
+    def test_chassis_life_cycle(self):
+        # NOTE: in this class, to share its service (one per class).
+        description = base.unique('cli-chassis')
+        chassis = self.cli_json('chassis', 'create', '--description',
+                                description, '--extra', 'row=b')
+        chassis_uuid = chassis['uuid']
+        self.assertEqual(description, chassis['description'])
+        self.assertEqual({'row': 'b'}, chassis['extra'])
+
+        listed = self.cli_json('chassis', 'list')
+        self.assertIn((chassis_uuid, description),
+                      [(c['uuid'], c['description']) for c in listed])
+        shown = self.cli_json('chassis', 'show', chassis_uuid)
+        self.assertEqual(description, shown['description'])
+
+        self.cli('chassis', 'set', chassis_uuid, '--description', 'renamed',
+                 '--extra', 'power=2')
+        shown = self.cli_json('chassis', 'show', chassis_uuid)
+        self.assertEqual('renamed', shown['description'])
+        # NOTE: the client sends KEY=VALUE values JSON-decoded.
+        self.assertEqual({'row': 'b', 'power': 2}, shown['extra'])
+
+        node = self.cli_json('node', 'create', '--driver', 'fake-hardware',
+                             '--name', base.unique('cli-chassis-node'),
+                             '--chassis-uuid', chassis_uuid)
+        self.assertEqual(chassis_uuid, node['chassis_uuid'])
+        in_chassis = self.cli_json('node', 'list', '--chassis', chassis_uuid)
+        self.assertEqual([node['uuid']], [n['uuid'] for n in in_chassis])
+
+        # A chassis with a node is not deleted; the server's reason is
+        # shown.
+        error = self.cli_error('chassis', 'delete', chassis_uuid)
+        self.assertIn('contains nodes', error)
+        error = self.cli_error('node', 'create', '--driver',
+                               'fake-hardware', '--chassis-uuid',
+                               str(uuid.uuid4()))
+        self.assertIn('could not be found', error)
+
+        self.cli('node', 'unset', node['uuid'], '--chassis-uuid')
+        self.assertIsNone(
+            self.cli_json('node', 'show', node['uuid'])['chassis_uuid'])
+        self.cli('chassis', 'delete', chassis_uuid)
+        error = self.cli_error('chassis', 'show', chassis_uuid)
+        self.assertIn('could not be found', error)
+        self.cli('node', 'delete', node['uuid'])

@@ -121,8 +121,8 @@ class Checks(upgradecheck.UpgradeCommands):
                                      total))
         return Result(Code.SUCCESS,
                       'Services are %s; all %d stored rows (allocations, '
-                      'reservations, nodes, conductors) load as this '
-                      'code\'s objects.' % (pinned, total))
+                      'reservations, nodes, conductors, chassis) load as '
+                      'this code\'s objects.' % (pinned, total))
 
     def _load_stored_objects(self, pin):
         """Load every stored row as its object.
@@ -146,6 +146,9 @@ class Checks(upgradecheck.UpgradeCommands):
                  limit=LOAD_PAGE, marker=marker)),
             (objects.Conductor, 'conductor',
              lambda marker: self.dbapi.get_conductor_list(
+                 limit=LOAD_PAGE, marker=marker)),
+            (objects.Chassis, 'chassis',
+             lambda marker: self.dbapi.get_chassis_list(
                  limit=LOAD_PAGE, marker=marker)),
         )
         for cls, kind, read_page in pages:

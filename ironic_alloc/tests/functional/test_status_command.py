@@ -71,10 +71,11 @@ class TestPinAndObjectsCheck(StatusTestCase):
         dbapi.create_node({'uuid': uuidutils.generate_uuid(),
                            'driver': 'fake-hardware'})
         dbapi.register_conductor('c1', '')
+        dbapi.create_chassis({'description': 'rack'})
         result = self.checks._check_release_pin_and_objects()
         self.assertEqual(Code.SUCCESS, result.code, result.details)
         self.assertIn('not pinned', result.details)
-        self.assertIn('all 4 stored rows', result.details)
+        self.assertIn('all 5 stored rows', result.details)
 
     def test_pinned_release_and_newer_holds(self):
         self.config(pin_release_version='2026.2')
@@ -104,6 +105,17 @@ class TestPinAndObjectsCheck(StatusTestCase):
         self.assertEqual(Code.FAILURE, result.code, result.details)
         self.assertIn('1 of 2 stored rows do not load', result.details)
         self.assertIn('allocation id %d' % broken.id, result.details)
+
+    def test_chassis_row_that_does_not_load(self):
+        broken = dbapi.create_chassis({'description': 'rack'})
+        with self.db.engine.begin() as conn:
+            conn.execute(sa.text('UPDATE chassis SET extra = :extra '
+                                 'WHERE id = :id'),
+                         {'extra': '"rack"', 'id': broken.id})
+        result = self.checks._check_release_pin_and_objects()
+        self.assertEqual(Code.FAILURE, result.code, result.details)
+        self.assertIn('1 of 1 stored rows do not load', result.details)
+        self.assertIn('chassis id %d' % broken.id, result.details)
 
 
 class TestLongAllocatingCheck(StatusTestCase):

@@ -1,6 +1,8 @@
 """The database layer of chassis: a node write naming a chassis needs it
 to exist, and a chassis is deleted only while no node names it."""
 
+import threading
+
 from oslo_utils import uuidutils
 
 from ironic_alloc.common import exception
@@ -72,3 +74,67 @@ class TestChassisRows(base.DbTestCase):
         self.assertRaises(exception.ChassisNotEmpty, other.destroy)
         dbapi.update_node(node.id, {'chassis_uuid': None})
         other.destroy()
+
+    def test_deleting_a_chassis_races_nodes_joining_it(self):
+        # NOTE: every round starts the deletion and the node writes at
+        # once; whoever wins, no node may name a chassis that is gone.
+        for _round in range(8):
+            chassis = self._chassis()
+            joined = utils.make_node(self.context)
+            barrier = threading.Barrier(5)
+            outcomes = []
+            lock = threading.Lock()
+
+            def delete():
+                barrier.wait()
+                try:
+                    dbapi.destroy_chassis(chassis.id)
+                    outcome = 'deleted'
+                except exception.ChassisNotEmpty:
+                    outcome = 'not empty'
+                with lock:
+                    outcomes.append(outcome)
+
+            def create_node():
+                barrier.wait()
+                try:
+                    utils.make_node(self.context,
+                                    chassis_uuid=chassis.uuid)
+                    outcome = 'node created'
+                except exception.ChassisNotFound:
+                    outcome = 'no chassis'
+                with lock:
+                    outcomes.append(outcome)
+
+            def move_node():
+                barrier.wait()
+                try:
+                    dbapi.update_node(joined.id,
+                                      {'chassis_uuid': chassis.uuid})
+                    outcome = 'node moved'
+                except exception.ChassisNotFound:
+                    outcome = 'no chassis'
+                with lock:
+                    outcomes.append(outcome)
+
+            threads = [threading.Thread(target=target) for target in
+                       (delete, create_node, create_node, move_node,
+                        create_node)]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+            self.assertEqual(5, len(outcomes), outcomes)
+            members = node_obj.Node.list(
+                self.context, filters={'chassis_uuid': chassis.uuid})
+            if 'deleted' in outcomes:
+                self.assertEqual([], members, outcomes)
+                self.assertNotIn('node created', outcomes)
+                self.assertNotIn('node moved', outcomes)
+                self.assertRaises(exception.ChassisNotFound,
+                                  chassis_obj.Chassis.get_by_uuid,
+                                  self.context, chassis.uuid)
+            else:
+                self.assertIn('not empty', outcomes)
+                self.assertNotIn('no chassis', outcomes)
+                self.assertEqual(4, len(members), outcomes)

@@ -1,8 +1,9 @@
 """The WSGI application: Pecan app wrapped in its middleware.
 
-From the outside in: request id, input limits, http_proxy_to_wsgi and CORS
-(when configured), /healthcheck (unauthenticated), authentication
-([DEFAULT]auth_strategy), version headers, Ironic error bodies, Pecan.
+From the outside in: the request counter (metrics), request id, input
+limits, http_proxy_to_wsgi and CORS (when configured), /healthcheck
+(unauthenticated), authentication ([DEFAULT]auth_strategy), GET /metrics,
+version headers, Ironic error bodies, Pecan.
 """
 
 from oslo_log import log
@@ -16,9 +17,12 @@ from ironic_alloc.api import healthcheck
 from ironic_alloc.api import hooks
 from ironic_alloc.api.middleware import auth
 from ironic_alloc.api.middleware import input_limits
+from ironic_alloc.api.middleware import metrics as metrics_middleware
 from ironic_alloc.api.middleware import parsable_error
 from ironic_alloc.common import compat
+from ironic_alloc.common import metrics
 from ironic_alloc.conf import CONF
+from ironic_alloc import objects
 
 LOG = log.getLogger(__name__)
 
@@ -67,6 +71,8 @@ def setup_app(conf=CONF):
         wrap_app=parsable_error.ParsableErrorMiddleware,
     )
     app = negotiation.VersionHeadersMiddleware(app)
+    # NOTE: behind authentication, which GET /metrics needs for its policy.
+    app = metrics_middleware.MetricsEndpoint(app)
     app = auth.wrap(app, conf)
     app = healthcheck.Healthcheck(app, conf)
     # NOTE: CORS and the proxy headers are only in the chain when
@@ -87,5 +93,8 @@ def setup_app(conf=CONF):
     # request; only the request id is added to their refusals.
     app = input_limits.InputLimitsMiddleware(app, conf)
     app = request_id.RequestId(app)
+    # NOTE: outermost, so that every answer is counted, refusals included.
+    app = metrics_middleware.RequestCounter(app)
+    metrics.set_allocation_counter(objects.Allocation.count_by_state)
     return app
 

@@ -13,6 +13,7 @@ from oslo_service import service
 from ironic_alloc.api import app
 from ironic_alloc.api.middleware import auth
 from ironic_alloc.common import exception
+from ironic_alloc.common import metrics
 from ironic_alloc.common import service as service_utils
 from ironic_alloc.common import wsgi_service
 from ironic_alloc.conf import CONF
@@ -33,6 +34,13 @@ def main():
         auth.check_config(CONF)
     except exception.ConfigInvalid as exc:
         raise SystemExit(str(exc))
+    # NOTE: before any metric exists: the workers inherit the mode and
+    # write to the directory, emptied of an earlier run's values.
+    try:
+        metrics.prepare_multiprocess(CONF.metrics.api_multiprocess_dir)
+    except (OSError, RuntimeError) as exc:
+        raise SystemExit('[metrics]api_multiprocess_dir %s cannot be used: '
+                         '%s' % (CONF.metrics.api_multiprocess_dir, exc))
     db_api.get_instance().connect_on_demand()
     # NOTE: bound here, before the launcher forks, so that every worker
     # accepts on the same socket; each builds its application (database

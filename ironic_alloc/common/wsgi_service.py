@@ -20,6 +20,7 @@ from cheroot import wsgi as cheroot_wsgi
 from oslo_log import log
 from oslo_service import service
 
+from ironic_alloc.common import metrics
 from ironic_alloc.common import request_slots
 from ironic_alloc.conf import CONF
 
@@ -220,6 +221,9 @@ class WSGIService(service.ServiceBase):
 
     def start(self):
         """Build the application and serve it in a thread."""
+        # NOTE: a worker that was killed could not mark itself gone in the
+        # multiprocess metrics; its replacement does (a no-op otherwise).
+        metrics.forget_dead_processes()
         app = request_slots.bounded(self._make_app(),
                                     CONF.api.max_concurrent_requests)
         with self._lock:
@@ -251,6 +255,7 @@ class WSGIService(service.ServiceBase):
         if self._thread is not None:
             self._thread.join()
         self._listener.close()
+        metrics.process_stopping()
 
     def wait(self):
         """Return once serving ended.

@@ -10,6 +10,7 @@ from oslo_log import log
 
 from ironic_alloc.common import exception
 from ironic_alloc.common import matching
+from ironic_alloc.common import metrics
 from ironic_alloc.common import states
 from ironic_alloc.db import api as db_api
 from ironic_alloc.objects import allocation as allocation_obj
@@ -62,17 +63,19 @@ def do_allocate(context, allocation_id, conductor_id, backend):
         # NOTE: what the backend may hold for the allocation goes now, or
         # with the backend's periodic work (the allocation is in error,
         # so it no longer holds anything).
-        if _fail(allocation, conductor_id, str(exc)):
+        if _fail(allocation, conductor_id, str(exc),
+                 metrics.FAILURE_BACKEND):
             backend.release(allocation.uuid)
         return None
     if node_id is not None:
         LOG.info('Allocation %(alloc)s reserved node %(node)s',
                  {'alloc': allocation.uuid, 'node': node_id})
+        metrics.allocation_active(allocation.created_at)
         return node_id
     explanation = explain(criteria)
     _fail(allocation, conductor_id, 'No candidate node: %s. %s' % (
         backend.explain(criteria), matching.funnel_line(explanation)),
-        explanation)
+        metrics.FAILURE_NO_CANDIDATE, explanation)
     return None
 
 
@@ -90,14 +93,17 @@ def explain(criteria):
     return funnel
 
 
-def _fail(allocation, conductor_id, reason, explanation=None):
+def _fail(allocation, conductor_id, reason, failure, explanation=None):
     """Set the allocation to error unless it is no longer ours.
 
+    :param failure: the class of the reason for the metrics (one of
+        metrics.FAILURE_REASONS).
     :returns: True when it was set.
     """
     if not dbapi.fail_allocation(allocation.id, conductor_id, reason,
                                  explanation=explanation):
         return False
+    metrics.allocation_failed(failure)
     LOG.info('Allocation %(alloc)s failed: %(reason)s',
              {'alloc': allocation.uuid, 'reason': reason})
     return True

@@ -22,6 +22,7 @@ from oslo_log import log
 import oslo_messaging as messaging
 
 from ironic_alloc.common import exception
+from ironic_alloc.common import metrics
 from ironic_alloc.common import request_slots
 from ironic_alloc.common import rpc
 from ironic_alloc.conf import CONF
@@ -60,15 +61,18 @@ def _wrap_transport_errors(f):
             with request_slots.released():
                 return f(*args, **kwargs)
         except messaging.MessagingTimeout as exc:
+            metrics.rpc_failure(f.__name__, metrics.RPC_TIMEOUT)
             raise exception.ConductorUnreachable(
                 reason='no answer within %s seconds' %
                 CONF.api.rpc_call_timeout) from exc
         except messaging.MessageDeliveryFailure as exc:
+            metrics.rpc_failure(f.__name__, metrics.RPC_DELIVERY)
             raise exception.ConductorUnreachable(
                 reason='message delivery failed') from exc
         except (kombu_exc.OperationalError, ConnectionError) as exc:
             # NOTE: with bounded retries (SEND_RETRIES), a connection the
             # rabbit driver could not open surfaces as kombu's error.
+            metrics.rpc_failure(f.__name__, metrics.RPC_BROKER)
             raise exception.ConductorUnreachable(
                 reason='message broker unreachable') from exc
         except messaging.MessagingException as exc:
@@ -76,10 +80,14 @@ def _wrap_transport_errors(f):
                 if exc.exc_type in ('DBConnectionError', 'OperationalError'):
                     # NOTE: the conductor lost the database: as temporary
                     # for the client as the API losing it (503).
+                    metrics.rpc_failure(f.__name__,
+                                        metrics.RPC_REMOTE_DATABASE)
                     raise exception.TemporaryFailure(
                         'The conductor could not reach the database. The '
                         'request may be retried.') from exc
+                metrics.rpc_failure(f.__name__, metrics.RPC_REMOTE_ERROR)
                 raise
+            metrics.rpc_failure(f.__name__, metrics.RPC_OTHER)
             raise exception.ConductorUnreachable(
                 reason=type(exc).__name__) from exc
     wrapper.__name__ = f.__name__
@@ -307,10 +315,12 @@ class ConductorAPI:
                         context, 'create_allocation',
                         allocation_id=allocation_id, wait=wait))
         except messaging.MessagingTimeout:
+            metrics.rpc_failure('create_allocation', metrics.RPC_TIMEOUT)
             LOG.info('Conductor %(host)s did not answer in time for '
                      'allocation %(id)s; it goes on from the database',
                      {'host': host, 'id': allocation_id})
         except Exception as exc:
+            metrics.rpc_failure('create_allocation', metrics.RPC_OTHER)
             LOG.warning('%(kind)s of allocation %(id)s to %(host)s failed '
                         '(%(exc)s); the conductor re-drives it from the '
                         'database', {'kind': 'Call' if call else 'Cast',

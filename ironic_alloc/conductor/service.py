@@ -13,6 +13,9 @@ it:
 * the allocation backend (``backends.load()``) and its background work;
 * ``periodics.PeriodicTasks``: the periodic tasks of all of them;
 * ``manager.ConductorManager``: the RPC endpoints.
+
+With ``[metrics]port`` set, the conductor also serves its Prometheus
+metrics (``common/metrics.py``) on ``[metrics]host``.
 """
 
 import threading
@@ -20,6 +23,7 @@ import threading
 from oslo_log import log
 import oslo_messaging as messaging
 
+from ironic_alloc.common import metrics
 from ironic_alloc.common import rpc
 from ironic_alloc.conductor import backends
 from ironic_alloc.conductor import leases
@@ -30,6 +34,7 @@ from ironic_alloc.conductor import registration
 from ironic_alloc.conductor import takeover
 from ironic_alloc.conductor import workers
 from ironic_alloc.conf import CONF
+from ironic_alloc.objects import allocation as allocation_obj
 
 LOG = log.getLogger(__name__)
 
@@ -57,6 +62,7 @@ class ConductorService:
         self.periodic_tasks = None
         self.manager = None
         self._rpc_server = None
+        self._metrics_server = None
 
     @property
     def conductor(self):
@@ -69,6 +75,8 @@ class ConductorService:
         self.registration.register()
         self.backend = backends.load()
         self.pool = workers.WorkerPool()
+        metrics.watch_worker_pool(self.host, self.pool.usage)
+        metrics.set_allocation_counter(allocation_obj.Allocation.count_by_state)
         self.allocation_worker = workers.AllocationWorker(
             self.pool, self.registration, self.backend)
         self.takeover = takeover.TakeOver(self.registration,
@@ -88,6 +96,13 @@ class ConductorService:
                                   server=self.host)
         self._rpc_server = rpc.get_server(target, [self.manager])
         self._rpc_server.start()
+        if CONF.metrics.port:
+            self._metrics_server = metrics.start_exporter(CONF.metrics.host,
+                                                          CONF.metrics.port)
+            LOG.info('Conductor %(host)s serves its metrics on '
+                     'http://%(addr)s:%(port)s/metrics',
+                     {'host': self.host, 'addr': CONF.metrics.host,
+                      'port': CONF.metrics.port})
         LOG.info('Conductor %s started', self.host)
 
     def stop(self, graceful=True):
@@ -115,6 +130,9 @@ class ConductorService:
             self.takeover.hand_back()
         self.registration.stop_heartbeat()
         self.registration.unregister()
+        metrics.forget_worker_pool(self.host)
+        if self._metrics_server is not None:
+            metrics.stop_exporter(self._metrics_server)
         LOG.info('Conductor %s stopped', self.host)
         self.stopped.set()
 

@@ -13,6 +13,7 @@ import random
 from oslo_log import log
 
 from ironic_alloc.common import context as ia_context
+from ironic_alloc.common import metrics
 from ironic_alloc.common import states
 from ironic_alloc.conductor import rpcapi
 from ironic_alloc.conf import CONF
@@ -45,7 +46,8 @@ class TakeOver:
         """Restart work on this conductor's allocating rows."""
         for allocation_id in self.dbapi.get_allocating_ids(
                 self._registration.id):
-            self._worker.start(allocation_id)
+            if self._worker.start(allocation_id):
+                metrics.allocation_redriven()
 
     def take_over(self):
         """Take the allocating rows of dead conductors."""
@@ -59,6 +61,7 @@ class TakeOver:
             if self.dbapi.take_over_allocation(allocation_id, owner, me):
                 LOG.info('Took over allocation %(id)s from dead conductor '
                          '%(owner)s', {'id': allocation_id, 'owner': owner})
+                metrics.allocation_taken_over()
                 self._worker.start(allocation_id)
 
     def hand_back(self):

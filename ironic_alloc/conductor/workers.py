@@ -22,22 +22,47 @@ class WorkerPool:
     graceful stop waits for what it runs."""
 
     def __init__(self):
-        size = CONF.conductor.workers_pool_size
+        self.size = size = CONF.conductor.workers_pool_size
         self._pool = futurist.ThreadPoolExecutor(
             max_workers=size,
             check_and_reject=rejection.reject_when_reached(size))
         # Futures of the pool's work, awaited by a graceful stop.
         self._pending = set()
         self._pending_lock = threading.Lock()
+        # What the metrics report: work running, work waiting for a thread.
+        self._running = 0
+        self._queued = 0
+
+    def usage(self):
+        """(work running, work waiting for a thread, threads)."""
+        with self._pending_lock:
+            return self._running, self._queued, self.size
 
     def submit(self, func, *args):
         """:raises: futurist.RejectedSubmission when the pool is full,
         RuntimeError once it is shut down."""
-        future = self._pool.submit(func, *args)
+        with self._pending_lock:
+            self._queued += 1
+        try:
+            future = self._pool.submit(self._run, func, *args)
+        except BaseException:
+            with self._pending_lock:
+                self._queued -= 1
+            raise
         with self._pending_lock:
             self._pending.add(future)
         future.add_done_callback(self._forget)
         return future
+
+    def _run(self, func, *args):
+        with self._pending_lock:
+            self._queued -= 1
+            self._running += 1
+        try:
+            return func(*args)
+        finally:
+            with self._pending_lock:
+                self._running -= 1
 
     def spawn_with_lock(self, lock, rollback, func, *args):
         """Run ``func`` on the pool; it inherits the node lock.
@@ -56,6 +81,9 @@ class WorkerPool:
     def _forget(self, future):
         with self._pending_lock:
             self._pending.discard(future)
+            if future.cancelled():
+                # NOTE: dropped before a thread ran it.
+                self._queued -= 1
 
     def shutdown(self, graceful=True):
         """Stop taking work; with ``graceful`` first wait up to

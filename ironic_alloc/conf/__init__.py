@@ -7,6 +7,7 @@ from ironic_alloc.conf import api
 from ironic_alloc.conf import conductor
 from ironic_alloc.conf import database
 from ironic_alloc.conf import default
+from ironic_alloc.conf import metrics
 from ironic_alloc.conf import placement
 from ironic_alloc.conf import policy
 from ironic_alloc.conf import reservation
@@ -18,6 +19,7 @@ api.register_opts(CONF)
 conductor.register_opts(CONF)
 database.register_opts(CONF)
 default.register_opts(CONF)
+metrics.register_opts(CONF)
 placement.register_opts(CONF)
 policy.register_opts(CONF)
 reservation.register_opts(CONF)

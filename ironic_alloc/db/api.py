@@ -431,6 +431,10 @@ class Connection(metaclass=abc.ABCMeta):
         """
 
     @abc.abstractmethod
+    def count_allocations_by_state(self):
+        """[(state, kind, count)] of the allocations table, one query."""
+
+    @abc.abstractmethod
     def get_allocating_ids(self, conductor_id):
         """Ids of allocating allocations owned by a conductor."""
 

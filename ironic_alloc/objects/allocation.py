@@ -66,6 +66,12 @@ class Allocation(base.IronicAllocObject):
         return '1.0'
 
     @classmethod
+    def count_by_state(cls):
+        """[(state, kind, count)] of every allocation and reservation, in
+        one query (the metrics' allocations by state)."""
+        return cls.dbapi.count_allocations_by_state()
+
+    @classmethod
     def get_by_id(cls, context, allocation_id):
         return cls._from_db_object(
             context, cls(), cls.dbapi.get_allocation_by_id(allocation_id))

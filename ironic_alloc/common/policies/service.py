@@ -1,4 +1,4 @@
-"""Rules of /v1/conductors and /v1/drivers: operators only."""
+"""Rules of /v1/conductors, /v1/drivers and /metrics: operators only."""
 
 from oslo_policy import policy
 
@@ -20,4 +20,8 @@ rules = [
     _rule('baremetal:driver:get_properties',
           'Show the properties a driver accepts.',
           ['/drivers/{driver_name}/properties']),
+    _rule('baremetal:metrics:get',
+          'Read the Prometheus metrics of the service (every API '
+          'worker\'s counters, allocations by state).',
+          ['/metrics']),
 ]

@@ -19,6 +19,7 @@ from ironic_alloc.common import compat
 from ironic_alloc.common import exception
 from ironic_alloc.common import lease_time
 from ironic_alloc.common import matching
+from ironic_alloc.common import metrics
 from ironic_alloc.common import picking
 from ironic_alloc.common import states
 from ironic_alloc.conf import CONF
@@ -190,12 +191,27 @@ def _is_sqlite_locked(exc):
         'database is locked' in str(exc)
 
 
+def _is_conflict(exc):
+    """Whether a writer retries ``exc`` (a deadlock, SQLite's lock); each
+    one is counted in the metrics."""
+    if isinstance(exc, db_exc.DBDeadlock):
+        metrics.db_retry(metrics.DB_DEADLOCK)
+        return True
+    if _is_sqlite_locked(exc):
+        metrics.db_retry(metrics.DB_LOCKED)
+        return True
+    return False
+
+
 def retry_on_conflict(f):
     """Retry a whole writer transaction on deadlock or SQLite lock."""
+    # NOTE: deadlocks are recognised by the exception checker rather than
+    # by oslo.db's retry_on_deadlock, which would retry them without
+    # asking it: the checker is where retries are counted.
     return oslo_db_api.wrap_db_retry(
-        max_retries=8, retry_on_deadlock=True, retry_interval=0.05,
+        max_retries=8, retry_interval=0.05,
         max_retry_interval=1, inc_retry_interval=True,
-        exception_checker=_is_sqlite_locked)(f)
+        exception_checker=_is_conflict)(f)
 
 
 def _session_for_read():
@@ -1221,6 +1237,13 @@ class Connection(api.Connection):
                     {'conductor_affinity': new_conductor_id},
                     synchronize_session=False)
         return count == 1
+
+    def count_allocations_by_state(self):
+        a = models.Allocation
+        with _session_for_read() as session:
+            return [(state, kind, count) for state, kind, count in
+                    session.query(a.state, a.kind, sa.func.count(a.id))
+                    .group_by(a.state, a.kind)]
 
     def get_allocating_ids(self, conductor_id):
         with _session_for_read() as session:

@@ -147,9 +147,10 @@ LAYERING_RULES = [
          'ironic_alloc.objects'))),
     # NOTE: states, picking, matching and lease_time are constants and
     # pure functions, so they are as safe as exception; compat imports
-    # nothing of ironic_alloc.
+    # nothing of ironic_alloc, metrics nothing but the logging.
     ('db/ imports only common.exception, common.states, common.picking, '
-     'common.matching, common.lease_time and common.compat from common',
+     'common.matching, common.lease_time, common.metrics and '
+     'common.compat from common',
      lambda m: _within(m, 'ironic_alloc.db'),
      lambda i: (_within(i, 'ironic_alloc.common')
                 and i not in ('ironic_alloc.common',
@@ -157,6 +158,7 @@ LAYERING_RULES = [
                               'ironic_alloc.common.exception',
                               'ironic_alloc.common.lease_time',
                               'ironic_alloc.common.matching',
+                              'ironic_alloc.common.metrics',
                               'ironic_alloc.common.picking',
                               'ironic_alloc.common.states'))),
     ('common/compat.py imports nothing of ironic_alloc',

@@ -27,6 +27,9 @@ OPENAPI_PATH = os.path.join(
     'api', 'openapi.yaml')
 
 METHODS = ('get', 'put', 'post', 'delete', 'patch', 'head', 'options')
+# Paths a middleware answers instead of a controller (api/middleware/):
+# unversioned, and no controller method serves them.
+MIDDLEWARE_PATHS = frozenset(['/metrics'])
 
 CONTROLLERS_PACKAGE = 'ironic_alloc.api.controllers'
 

@@ -5,7 +5,10 @@ error when the database is down at scrape time."""
 
 import http.client
 import json
+import os
 import socket
+
+import fixtures
 
 from oslo_db import exception as db_exc
 from prometheus_client import parser
@@ -204,6 +207,24 @@ class TestDatabaseDown(test_healthcheck._AppTestCase):
                           frozenset({'state': 'active',
                                      'kind': 'allocation'}.items())),
                          samples)
+
+
+class TestExpositionFails(test_healthcheck._AppTestCase):
+
+    def test_no_server_error(self):
+        # A multiprocess directory that does not exist: prometheus-client
+        # refuses to read it, and the scrape gets a clean 503.
+        missing = os.path.join(self.useFixture(fixtures.TempDir()).path,
+                               'gone')
+        self.useFixture(fixtures.EnvironmentVariable(
+            metrics.MULTIPROCESS_ENV, missing))
+        resp = self._app().get('/metrics', expect_errors=True)
+        self.assertEqual(503, resp.status_int)
+        fault = json.loads(resp.json['error_message'])
+        self.assertEqual('The metrics could not be collected.',
+                         fault['faultstring'])
+        self.assertIsNone(fault['debuginfo'])
+        self.assertNotIn('gone', resp.text)
 
 
 class TestMetricsPolicy(test_policy_matrix.PolicyAppTestCase):

@@ -343,11 +343,16 @@ class Cluster:
         for attempt in range(3):
             port = free_port()
             name = 'api-%d' % (len(self.apis) + 1)
+            # NOTE: each API process has a multiprocess metrics
+            # directory of its own: it wipes it at start.
             proc = self._start(name, 'ironic-alloc-api',
                                {'api': dict(options or {},
                                             host_ip='127.0.0.1',
                                             port=str(port),
-                                            api_workers=str(workers))})
+                                            api_workers=str(workers)),
+                                'metrics': {
+                                    'api_multiprocess_dir': os.path.join(
+                                        self.workdir, name + '-metrics')}})
             url = 'http://127.0.0.1:%d' % port
             if self._wait_http(proc, url):
                 self.apis.append((proc, url))

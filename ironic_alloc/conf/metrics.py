@@ -20,7 +20,6 @@ metrics_opts = [
                             'metrics when [metrics]port is set.'),
     cfg.StrOpt('api_multiprocess_dir',
                default='$state_path/prometheus-api',
-               sample_default='$state_path/prometheus-api',
                help='Directory where the worker processes of '
                     'ironic-alloc-api keep their metrics (prometheus-client '
                     'multiprocess mode), so that any worker answers a '

@@ -7,21 +7,26 @@ import http.client
 import json
 import os
 import socket
+import threading
 
 import fixtures
 
 from oslo_db import exception as db_exc
 from prometheus_client import parser
+import webtest
 
 from ironic_alloc.api import app as api_app
 from ironic_alloc.api import hooks
 from ironic_alloc.common import metrics
+from ironic_alloc.common import rpc
 from ironic_alloc.common import states
 from ironic_alloc.common import wsgi_service
+from ironic_alloc.conductor import workers
 from ironic_alloc.conf import CONF
 from ironic_alloc.db.sqlalchemy import api as sqla_api
 from ironic_alloc import objects
 from ironic_alloc.tests import base
+from ironic_alloc.tests.functional.conductor import test_allocations
 from ironic_alloc.tests.functional.conductor import utils
 from ironic_alloc.tests.functional import fixtures as ia_fixtures
 from ironic_alloc.tests.functional import test_healthcheck
@@ -171,6 +176,77 @@ class TestApiMetrics(_ServedTestCase):
         response, body = self.request('POST', '/metrics', {})
         self.assertEqual(405, response.status)
         self.assertIn('error_message', json.loads(body))
+
+
+class TestTakeOverCounted(base.DbTestCase):
+
+    def test_take_over(self):
+        self.useFixture(ia_fixtures.ConductorFixture(
+            host='taker', heartbeat_interval=1, heartbeat_timeout=3,
+            check_allocations_interval=1))
+        utils.make_available_node(self.context, resource_class='gold')
+        dead = objects.Conductor.register(self.context, 'dead-host', '')
+        allocation = utils.make_allocation(self.context, dead.id)
+        before = parse(metrics.exposition().decode())
+        test_allocations._age_heartbeat(dead.id, 3600)
+        result = utils.wait_for_allocations(self.context, [allocation.id],
+                                            timeout=20)[allocation.id]
+        self.assertEqual(states.ALLOCATION_ACTIVE, result.state)
+        after = parse(metrics.exposition().decode())
+        name = 'ironic_alloc_allocation_takeovers_total'
+        self.assertEqual(value(before, name) + 1, value(after, name))
+
+
+class TestRpcFailures(base.DbTestCase):
+
+    def test_timeout_counted(self):
+        self.config(transport_url='fake://')
+        self.config(rpc_call_timeout=1, group='api')
+        rpc.init()
+        hooks.reset_rpcapi()
+        self.addCleanup(hooks.reset_rpcapi)
+        # NOTE: alive as far as the database knows; nothing serves its
+        # RPC topic, so the call of a deletion times out.
+        objects.Conductor.register(self.context, 'ghost-host', '')
+        app = webtest.TestApp(api_app.setup_app())
+        resp = app.post_json('/v1/allocations', {'resource_class': 'gold'},
+                             headers=HEADERS)
+        before = parse(app.get('/metrics').text)
+        resp = app.delete('/v1/allocations/%s' % resp.json['uuid'],
+                          headers=HEADERS, expect_errors=True)
+        self.assertEqual(503, resp.status_int)
+        after = parse(app.get('/metrics').text)
+        name = 'ironic_alloc_rpc_failures_total'
+        labels = {'method': 'destroy_allocation', 'reason': 'timeout'}
+        self.assertEqual(value(before, name, **labels) + 1,
+                         value(after, name, **labels))
+        self.assertEqual(
+            value(before, 'ironic_alloc_api_requests_total',
+                  method='DELETE', route='v1/allocations', status='503') + 1,
+            value(after, 'ironic_alloc_api_requests_total',
+                  method='DELETE', route='v1/allocations', status='503'))
+
+
+class TestWorkerPoolUsage(base.DbTestCase):
+
+    def test_in_use(self):
+        self.config(workers_pool_size=2, group='conductor')
+        pool = workers.WorkerPool()
+        self.addCleanup(pool.shutdown, False)
+        started = threading.Event()
+        release = threading.Event()
+
+        def work():
+            started.set()
+            release.wait(30)
+
+        self.assertEqual((0, 0, 2), pool.usage())
+        future = pool.submit(work)
+        self.assertTrue(started.wait(30))
+        self.assertEqual((1, 0, 2), pool.usage())
+        release.set()
+        future.result(30)
+        self.assertEqual((0, 0, 2), pool.usage())
 
 
 class TestDatabaseRetries(base.DbTestCase):

@@ -79,9 +79,11 @@ class Controller(rest.RestController):
                                   'baremetal/',
                           'rel': 'describedby', 'type': 'text/html'}],
                'version': version_document(url)}
-        doc['media_types'] = [{
+        # NOTE: one object, not a list: Ironic's shape, which clients
+        # that read the document expect.
+        doc['media_types'] = {
             'base': 'application/json',
-            'type': 'application/vnd.openstack.ironic.v1+json'}]
+            'type': 'application/vnd.openstack.ironic.v1+json'}
         for name, gate in RESOURCES.items():
             if gate is None or gate():
                 doc[name] = _links(name)

@@ -73,7 +73,7 @@ STORY = [
     ('GET', '/v1/nodes/' + MISSING, None, LATEST),
     ('GET', '/v1/nodes?limit=0', None, LATEST),
     ('POST', '/v1/nodes', {'driver': 'fake-hardware', 'bogus': 1}, LATEST),
-    ('GET', '/v1/nodes', None, {'X-OpenStack-Ironic-API-Version': '1.80'}),
+    ('GET', '/v1/nodes', None, {'X-OpenStack-Ironic-API-Version': '1.999'}),
     ('DELETE', '/v1/nodes/' + NODE, None, LATEST),
     ('GET', '/v1/nodes', None, LATEST),
 ]

@@ -62,12 +62,12 @@ class TestApiServer(base.DbTestCase):
             'X-OpenStack-Ironic-API-Version': 'latest'})
         self.assertEqual(200, resp.status)
         self.assertEqual({'nodes': []}, json.loads(body))
-        self.assertEqual('1.79',
+        self.assertEqual('1.80',
                          resp.getheader('X-OpenStack-Ironic-API-Version'))
 
     def test_error_over_the_socket(self):
         resp, body = self._get('/v1/nodes', {
-            'X-OpenStack-Ironic-API-Version': '1.99'})
+            'X-OpenStack-Ironic-API-Version': '1.999'})
         self.assertEqual(406, resp.status)
         self.assertIn('error_message', json.loads(body))
 

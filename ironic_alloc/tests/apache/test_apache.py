@@ -26,7 +26,9 @@ from ironic_alloc.tests.multiprocess import fixtures as mp
 
 # NOTE: a bound for hangs only.
 TEST_TIMEOUT = 300
-VERSION = '1.79'
+# The newest Bare Metal API version served: GET / and /v1 advertise it,
+# and the requests of these tests ask for it.
+VERSION = '1.81'
 RESOURCE_CLASS = 'apache-test'
 NODES = 40
 ALLOCATIONS = 50

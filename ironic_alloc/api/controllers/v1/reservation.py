@@ -6,10 +6,10 @@ node gets ``allocation_id`` and ``instance_uuid`` like an allocation's, so
 nothing else needs to know about it: Ironic's API shows the node as one
 with an instance and never shows the reservation as an allocation.
 
-The answer is synchronous: the API writes the reservation itself, one
-guarded transaction per node of the request, in the request's order (see
-db.api create_reservation), and answers 201 with the first node it got or
-409 with the reason of every node.
+The answer is synchronous: the API writes the reservation itself, in one
+transaction that tries the nodes of the request with a guarded write each,
+in the request's order (see db.api create_reservation), and answers 201
+with the first node it got or 409 with the reason of every node.
 """
 
 import uuid as uuid_lib

@@ -201,13 +201,7 @@ class ChassisController(rest.RestController):
         """List chassis (paging, sorting, ``fields`` and ``detail``)."""
         query = dict(locals())
         del query['self']
-        if detail is not None and not utils.allow_detail_query():
-            raise exception.NotAcceptable(
-                'The "detail" parameter requires API version 1.43 or '
-                'newer.')
-        if detail and fields is not None:
-            raise exception.Invalid('Can not specify ?detail=True and '
-                                    'fields in the same request.')
+        utils.check_detail_query(detail, fields)
         return self._get_chassis_collection(query, 'chassis', bool(detail))
 
     @expose.expose(ChassisCollection, types.uuid, int, str, str)

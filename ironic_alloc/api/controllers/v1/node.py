@@ -552,13 +552,7 @@ class NodesController(rest.RestController):
         del query['self']
         if self.chassis_uuid is not None:
             query['chassis_uuid'] = self.chassis_uuid
-        if detail is not None and not utils.allow_detail_query():
-            raise exception.NotAcceptable(
-                'The "detail" parameter requires API version 1.43 or '
-                'newer.')
-        if detail and fields is not None:
-            raise exception.Invalid('Can not specify ?detail=True and '
-                                    'fields in the same request.')
+        utils.check_detail_query(detail, fields)
         return self._get_nodes_collection(query, self._resource('nodes'),
                                           bool(detail))
 

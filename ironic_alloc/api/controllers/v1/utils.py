@@ -162,6 +162,20 @@ def allow_detail_query():
     return _allowed(versions.MINOR_43_ENABLE_DETAIL_QUERY)
 
 
+def check_detail_query(detail, fields):
+    """The ``detail`` flag of a list request: from 1.43, never with
+    ``fields``.
+
+    :raises: NotAcceptable (406) before 1.43, Invalid (400) with fields.
+    """
+    if detail is not None and not allow_detail_query():
+        raise exception.NotAcceptable(
+            'The "detail" parameter requires API version 1.43 or newer.')
+    if detail and fields is not None:
+        raise exception.Invalid('Can not specify ?detail=True and fields '
+                                'in the same request.')
+
+
 def allow_reset_interfaces():
     """1.45: ``reset_interfaces`` on node PATCH."""
     return _allowed(versions.MINOR_45_RESET_INTERFACES)

@@ -45,6 +45,7 @@ OPENAPI_PATH = os.path.join(
 SEED = int(os.environ.get('IRONIC_ALLOC_SCHEMATHESIS_SEED', '2019'))
 MAX_EXAMPLES = int(os.environ.get('IRONIC_ALLOC_SCHEMATHESIS_EXAMPLES',
                                   '100'))
+WORKERS = 2
 PHASES = ('examples', 'coverage', 'fuzzing', 'stateful')
 # What fails the run: a 5xx, and any answer the description does not
 # describe (status code, content type, headers, body); after a deletion
@@ -296,7 +297,11 @@ def config_text(dictionaries, report_dir):
     lines = [
         'hooks = %s' % _toml(HOOKS_PATH),
         'seed = %d' % SEED,
-        'workers = 1',
+        # NOTE: two workers keep both the generator and the service busy
+        # (one leaves each waiting for the other); every operation still
+        # gets the same requests from the seed, only the interleaving of
+        # operations differs between runs.
+        'workers = %d' % WORKERS,
         'request-timeout = %d' % REQUEST_TIMEOUT,
         'continue-on-failure = true',
         '',

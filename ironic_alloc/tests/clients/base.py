@@ -65,6 +65,8 @@ class ClientTestCase(oslo_base.BaseTestCase):
         self.service = self._class_service()
         self.endpoint = self.service.url
         self.home = self.useFixture(fixtures.TempDir()).path
+        self.shell = client_fixtures.OpenStackShell(self.venv, self.home)
+        self.addCleanup(self.shell.close)
         self.transcript = []
         offset = self.service.log_size()
         self.addOnException(self._attach_logs(offset))
@@ -107,6 +109,14 @@ class ClientTestCase(oslo_base.BaseTestCase):
         self._record(argv, result, time.monotonic() - started, stdin=stdin)
         return result
 
+    def _run_in_shell(self, argv):
+        """``_run`` for an ``openstack`` command, in the test's
+        long-lived ``openstack`` process."""
+        started = time.monotonic()
+        result = self.shell.run(argv)
+        self._record(argv, result, time.monotonic() - started)
+        return result
+
     def _record(self, argv, result, elapsed, stdin=None):
         entry = ['$ %s' % shlex.join(argv)]
         if stdin:
@@ -127,13 +137,14 @@ class ClientTestCase(oslo_base.BaseTestCase):
                 '--os-endpoint', self.endpoint, 'baremetal'] + list(args)
 
     def cli(self, *args, expect_failure=False):
-        """Run ``openstack baremetal ARGS``; return the CompletedProcess.
+        """Run ``openstack baremetal ARGS`` in the test's ``openstack``
+        process (drivers/osc_shell.py); return the CompletedProcess.
 
         Fails the test when the exit status is not the expected one (zero,
         or non-zero with ``expect_failure``).
         """
         argv = self.cli_argv(*args)
-        result = self._run(argv)
+        result = self._run_in_shell(argv)
         command = 'openstack baremetal %s' % shlex.join(args)
         if expect_failure and result.returncode == 0:
             raise ClientFailed('expected "%s" to fail, it exited 0:\n%s'

@@ -12,6 +12,7 @@ virtualenv, whose versions never meet ours.
 
 import json
 import os
+import select
 import shlex
 import shutil
 import signal
@@ -105,6 +106,69 @@ class ClientVenv:
         return subprocess.run(argv, input=stdin, capture_output=True,
                               text=True, timeout=timeout,
                               env=self.environ(home), cwd=home)
+
+
+
+class OpenStackShell:
+    """A long-lived ``openstack`` (drivers/osc_shell.py) for one test.
+
+    ``run`` has the contract of ``ClientVenv.run`` for the argv of an
+    ``openstack`` command; the process starts with the first command, with
+    the environment ``ClientVenv.run`` would give it, and ``close`` ends
+    it.
+    """
+
+    def __init__(self, venv, home):
+        self.venv = venv
+        self.home = home
+        self.process = None
+
+    def _start(self):
+        self.process = subprocess.Popen(
+            [self.venv.python, os.path.join(DRIVERS_DIR, 'osc_shell.py')],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL, text=True,
+            env=self.venv.environ(self.home), cwd=self.home)
+
+    def run(self, argv, stdin=None, timeout=CLIENT_TIMEOUT):
+        """Run ``argv`` (``[<path of openstack>, args...]``)."""
+        if self.process is None:
+            self._start()
+        request = {'argv': list(argv[1:]), 'stdin': stdin}
+        try:
+            self.process.stdin.write(json.dumps(request) + '\n')
+            self.process.stdin.flush()
+        except BrokenPipeError:
+            return self._died(argv)
+        ready, _, _ = select.select([self.process.stdout], [], [], timeout)
+        if not ready:
+            self.close()
+            raise subprocess.TimeoutExpired(argv, timeout)
+        line = self.process.stdout.readline()
+        if not line:
+            return self._died(argv)
+        answer = json.loads(line)
+        return subprocess.CompletedProcess(argv, answer['returncode'],
+                                           answer['stdout'], answer['stderr'])
+
+    def _died(self, argv):
+        status = self.process.wait()
+        self.process = None
+        return subprocess.CompletedProcess(
+            argv, status or 1, '', 'osc_shell.py exited with status %s'
+            % status)
+
+    def close(self):
+        process, self.process = self.process, None
+        if process is None:
+            return
+        process.stdin.close()
+        try:
+            process.wait(timeout=SERVICE_STOP_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        process.stdout.close()
 
 
 class Service:

@@ -21,6 +21,16 @@ Entries, and why each exists:
     oslo.messaging has no public way to create the queue without sending a
     call.
 
+``NotifierFailures`` (oslo.messaging, correctness)
+    oslo.messaging's notifier and its messaging drivers catch a failed
+    send (the broker unreachable, retries exhausted) and log it with the
+    whole payload, at error level, instead of raising: their caller cannot
+    tell a notification delivered from one lost.
+    ``common/notifications.py`` counts the lost ones and logs them once
+    per burst; this filter of the two modules' loggers tells it which
+    sends failed, in the sending thread only, and keeps their records
+    (payloads included) out of the log.
+
 ``cache_pecan_signatures()`` (Pecan, speed-up)
     Pecan inspects the signature of the controller it routes through and
     of the one it calls on every request, building a new namedtuple class
@@ -55,9 +65,13 @@ active, no error, every check passed.
   allocation.
 """
 
+import contextlib
 import inspect
+import logging
 import threading
 
+from oslo_messaging.notify import messaging as om_messaging_driver
+from oslo_messaging.notify import notifier as om_notifier
 from pecan import util as pecan_util
 from sqlalchemy import events as sa_events
 from sqlalchemy import pool as sa_pool
@@ -102,6 +116,88 @@ def rpc_reply_queue_creator(transport):
             'oslo.messaging', 'Transport._driver._get_reply_q() of the %s'
             % type(driver).__name__, feature)
     return create
+
+
+# Where oslo.messaging logs a notification it failed to send, instead of
+# raising: (module, its logger's attribute, the function that logs,
+# a part of the logged message).  The messaging drivers log a failure of
+# the transport; the notifier logs a failure of any other driver.
+_NOTIFY_FAILURE_LOGS = (
+    (om_messaging_driver, 'LOG', ('MessagingDriver', 'notify'),
+     'Could not send notification to'),
+    (om_notifier, '_LOG', ('Notifier', '_notify'),
+     'attempting to send to'),
+)
+
+
+def notifier_failure_loggers():
+    """{logger name: message part} of the failures NotifierFailures sees.
+
+    :raises: LibraryChanged when oslo.messaging no longer logs a failed
+        send where and as it did.
+    """
+    feature = 'counting the notifications oslo.messaging failed to send'
+    found = {}
+    for module, attribute, (cls, func), marker in _NOTIFY_FAILURE_LOGS:
+        logger = getattr(module, attribute, None)
+        if (not isinstance(logger, logging.Logger)
+                or logger.name != module.__name__):
+            raise LibraryChanged('oslo.messaging', 'the logger %s.%s'
+                                 % (module.__name__, attribute), feature)
+        try:
+            source = inspect.getsource(getattr(getattr(module, cls), func))
+        except (AttributeError, OSError, TypeError):
+            source = ''
+        if marker not in source or '.exception(' not in source:
+            raise LibraryChanged('oslo.messaging', '%s.%s.%s() logging "%s"'
+                                 % (module.__name__, cls, func, marker),
+                                 feature)
+        found[logger.name] = marker
+    return found
+
+
+class NotifierFailures(logging.Filter):
+    """Which notifications the notifier failed to send.
+
+    ``with failures.watch() as failed:`` around one send in a thread;
+    ``failed`` is true afterwards when the notifier logged a failure of
+    that send.  Failures of other threads are left to the log.
+    """
+
+    def __init__(self):
+        super().__init__()
+        self._local = threading.local()
+        try:
+            self._markers = notifier_failure_loggers()
+        except LibraryChanged as exc:
+            logging.getLogger(__name__).error('%s', exc)
+            self._markers = {}
+        for name in self._markers:
+            logging.getLogger(name).addFilter(self)
+
+    @contextlib.contextmanager
+    def watch(self):
+        failed = []
+        self._local.failed = failed
+        try:
+            yield failed
+        finally:
+            self._local.failed = None
+
+    def filter(self, record):
+        failed = getattr(self._local, 'failed', None)
+        if failed is None:
+            return True
+        marker = self._markers.get(record.name)
+        if (marker is not None and record.levelno >= logging.ERROR
+                and marker in str(record.msg)):
+            failed.append(record)
+            return False
+        return True
+
+    def close(self):
+        for name in self._markers:
+            logging.getLogger(name).removeFilter(self)
 
 
 _signatures_cached = threading.Lock()

@@ -53,6 +53,10 @@ RPC_OTHER = 'other'
 DB_DEADLOCK = 'deadlock'
 DB_LOCKED = 'database_locked'
 
+# Why a notification was dropped (notifications_dropped' "reason"), as
+# common/notifications.py names them.
+NOTIFICATION_DROP_REASONS = ('queue_full', 'send_failed', 'stopping')
+
 # Upper bounds, in seconds, of the POST-to-active histogram: from an
 # allocation found while its request waits to one that waited for a
 # re-drive or a take-over.
@@ -158,8 +162,18 @@ class _Metrics:
             'Allocations whose processing a conductor restarted from the '
             'database (its periodic re-drive of its allocating rows).',
             registry=reg)
+        self.notifications_dropped = client.Counter(
+            PREFIX + 'notifications_dropped',
+            'Versioned notifications dropped, by reason: queue_full (the '
+            'process\'s queue of notifications to send was full), '
+            'send_failed (the notifier could not deliver it, e.g. the '
+            'message broker is down), stopping (still queued when the '
+            'process stopped).',
+            ['reason'], registry=reg)
         for reason in FAILURE_REASONS:
             self.allocation_failures.labels(reason)
+        for reason in NOTIFICATION_DROP_REASONS:
+            self.notifications_dropped.labels(reason)
         for reason in (DB_DEADLOCK, DB_LOCKED):
             self.db_retries.labels(reason)
 
@@ -231,6 +245,13 @@ def allocation_taken_over():
 @_recording
 def allocation_redriven():
     _get().redrives.inc()
+
+
+@_recording
+def notification_dropped(reason):
+    if reason not in NOTIFICATION_DROP_REASONS:
+        raise ValueError('Unknown notification drop reason %s' % reason)
+    _get().notifications_dropped.labels(reason).inc()
 
 
 def set_allocation_counter(counter):

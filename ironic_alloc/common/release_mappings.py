@@ -30,9 +30,15 @@ RELEASE_MAPPING = {
         'rpc': '1.2',
         'objects': {
             'Allocation': '1.3',
+            'AllocationCRUDNotification': '1.0',
+            'AllocationCRUDPayload': '1.1',
+            'AllocationHoldNotification': '1.0',
+            'AllocationHoldPayload': '1.0',
             'Chassis': '1.0',
             'Conductor': '1.0',
+            'EventType': '1.0',
             'Node': '1.0',
+            'NotificationPublisher': '1.0',
         },
     },
 }

@@ -8,6 +8,7 @@ from oslo_config import cfg
 from oslo_log import log
 from oslo_service import systemd
 
+from ironic_alloc.common import notifications
 from ironic_alloc.common import rpc
 from ironic_alloc.conf import CONF
 from ironic_alloc.conf import opts
@@ -28,6 +29,7 @@ def prepare_service(argv=None, default_config_files=None):
          default_config_files=default_config_files)
     log.setup(CONF, 'ironic-alloc')
     check_release_pin()
+    notifications.check_config()
     objects.register_all()
 
 

@@ -21,6 +21,7 @@ from oslo_log import log
 from oslo_service import service
 
 from ironic_alloc.common import metrics
+from ironic_alloc.common import notifications
 from ironic_alloc.common import request_slots
 from ironic_alloc.conf import CONF
 
@@ -255,6 +256,8 @@ class WSGIService(service.ServiceBase):
         if self._thread is not None:
             self._thread.join()
         self._listener.close()
+        # NOTE: the requests finished: their notifications are queued.
+        notifications.stop()
         metrics.process_stopping()
 
     def wait(self):

@@ -11,6 +11,7 @@ from oslo_log import log
 from ironic_alloc.common import exception
 from ironic_alloc.common import matching
 from ironic_alloc.common import metrics
+from ironic_alloc.common import notifications
 from ironic_alloc.common import states
 from ironic_alloc.db import api as db_api
 from ironic_alloc.objects import allocation as allocation_obj
@@ -63,7 +64,7 @@ def do_allocate(context, allocation_id, conductor_id, backend):
         # NOTE: what the backend may hold for the allocation goes now, or
         # with the backend's periodic work (the allocation is in error,
         # so it no longer holds anything).
-        if _fail(allocation, conductor_id, str(exc),
+        if _fail(context, allocation, conductor_id, str(exc),
                  metrics.FAILURE_BACKEND):
             backend.release(allocation.uuid)
         return None
@@ -71,9 +72,10 @@ def do_allocate(context, allocation_id, conductor_id, backend):
         LOG.info('Allocation %(alloc)s reserved node %(node)s',
                  {'alloc': allocation.uuid, 'node': node_id})
         metrics.allocation_active(allocation.created_at)
+        notify_outcome(context, allocation.id, 'process', 'success')
         return node_id
     explanation = explain(criteria)
-    _fail(allocation, conductor_id, 'No candidate node: %s. %s' % (
+    _fail(context, allocation, conductor_id, 'No candidate node: %s. %s' % (
         backend.explain(criteria), matching.funnel_line(explanation)),
         metrics.FAILURE_NO_CANDIDATE, explanation)
     return None
@@ -93,7 +95,8 @@ def explain(criteria):
     return funnel
 
 
-def _fail(allocation, conductor_id, reason, failure, explanation=None):
+def _fail(context, allocation, conductor_id, reason, failure,
+          explanation=None):
     """Set the allocation to error unless it is no longer ours.
 
     :param failure: the class of the reason for the metrics (one of
@@ -106,7 +109,29 @@ def _fail(allocation, conductor_id, reason, failure, explanation=None):
     metrics.allocation_failed(failure)
     LOG.info('Allocation %(alloc)s failed: %(reason)s',
              {'alloc': allocation.uuid, 'reason': reason})
+    notify_outcome(context, allocation.id, 'process', 'error')
     return True
+
+
+def notify_outcome(context, allocation_id, action, status):
+    """ironic_alloc's notification of what a conductor did with an
+    allocation (``ironic_alloc.allocation.<action>.<status>``), with the
+    allocation as the database now has it.  Read only when that
+    notification is sent."""
+    level = 'error' if status == 'error' else 'info'
+    if not notifications.enabled(level):
+        return
+    with notifications.never_failing('allocation', action, status):
+        try:
+            allocation, node_uuid = \
+                allocation_obj.Allocation.get_with_node_uuid(
+                    context, id=allocation_id)
+        except exception.AllocationNotFound:
+            # NOTE: deleted meanwhile: its delete notifications tell.
+            return
+        allocation_obj.notify(context, allocation, 'allocation', action,
+                              status, notifications.CONDUCTOR_SERVICE,
+                              node_uuid=node_uuid)
 
 
 def destroy(context, allocation_id, backend,

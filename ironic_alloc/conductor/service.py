@@ -24,6 +24,7 @@ from oslo_log import log
 import oslo_messaging as messaging
 
 from ironic_alloc.common import metrics
+from ironic_alloc.common import notifications
 from ironic_alloc.common import rpc
 from ironic_alloc.conductor import backends
 from ironic_alloc.conductor import leases
@@ -131,6 +132,9 @@ class ConductorService:
         self.registration.stop_heartbeat()
         self.registration.unregister()
         metrics.forget_worker_pool(self.host)
+        # NOTE: after the work stopped, so that its last notifications
+        # are sent too.
+        notifications.stop()
         if self._metrics_server is not None:
             metrics.stop_exporter(self._metrics_server)
         LOG.info('Conductor %s stopped', self.host)

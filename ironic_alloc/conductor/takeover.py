@@ -15,6 +15,7 @@ from oslo_log import log
 from ironic_alloc.common import context as ia_context
 from ironic_alloc.common import metrics
 from ironic_alloc.common import states
+from ironic_alloc.conductor import allocations
 from ironic_alloc.conductor import rpcapi
 from ironic_alloc.conf import CONF
 from ironic_alloc.db import api as db_api
@@ -62,6 +63,9 @@ class TakeOver:
                 LOG.info('Took over allocation %(id)s from dead conductor '
                          '%(owner)s', {'id': allocation_id, 'owner': owner})
                 metrics.allocation_taken_over()
+                allocations.notify_outcome(ia_context.get_admin_context(),
+                                           allocation_id, 'takeover',
+                                           'success')
                 self._worker.start(allocation_id)
 
     def hand_back(self):

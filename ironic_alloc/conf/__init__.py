@@ -8,6 +8,7 @@ from ironic_alloc.conf import conductor
 from ironic_alloc.conf import database
 from ironic_alloc.conf import default
 from ironic_alloc.conf import metrics
+from ironic_alloc.conf import notification
 from ironic_alloc.conf import placement
 from ironic_alloc.conf import policy
 from ironic_alloc.conf import reservation
@@ -20,6 +21,7 @@ conductor.register_opts(CONF)
 database.register_opts(CONF)
 default.register_opts(CONF)
 metrics.register_opts(CONF)
+notification.register_opts(CONF)
 placement.register_opts(CONF)
 policy.register_opts(CONF)
 reservation.register_opts(CONF)

@@ -11,12 +11,13 @@ from ironic_alloc.conf import conductor
 from ironic_alloc.conf import database
 from ironic_alloc.conf import default
 from ironic_alloc.conf import metrics
+from ironic_alloc.conf import notification
 from ironic_alloc.conf import placement
 from ironic_alloc.conf import policy
 from ironic_alloc.conf import reservation
 
 _opts = [
-    ('DEFAULT', default.service_opts),
+    ('DEFAULT', default.service_opts + notification.notification_opts),
     (allocation.GROUP, allocation.allocation_opts),
     ('api', api.api_opts),
     ('conductor', conductor.conductor_opts),

@@ -6,3 +6,4 @@ def register_all():
     __import__('ironic_alloc.objects.chassis')
     __import__('ironic_alloc.objects.conductor')
     __import__('ironic_alloc.objects.node')
+    __import__('ironic_alloc.objects.notification')

@@ -1,9 +1,11 @@
 from oslo_utils import versionutils
 
+from ironic_alloc.common import notifications
 from ironic_alloc.common import states
 from ironic_alloc.db import api as db_api
 from ironic_alloc.objects import base
 from ironic_alloc.objects import fields
+from ironic_alloc.objects import notification
 
 
 @base.IronicAllocObjectRegistry.register
@@ -226,3 +228,110 @@ class Allocation(base.IronicAllocObject):
     def database_time(cls, context):
         """The database's clock (naive UTC), which judges leases."""
         return cls.dbapi.get_database_time()
+
+
+@base.IronicAllocObjectRegistry.register
+class AllocationCRUDPayload(notification.NotificationPayloadBase):
+    """Ironic's payload of baremetal.allocation.* (its version 1.1)."""
+    # Version 1.1: Ironic's AllocationCRUDPayload 1.1 (owner included)
+    VERSION = '1.1'
+
+    SCHEMA = {name: ('allocation', name) for name in (
+        'candidate_nodes', 'created_at', 'extra', 'last_error', 'name',
+        'owner', 'resource_class', 'state', 'traits', 'updated_at', 'uuid')}
+
+    fields = {
+        'uuid': fields.UUIDField(nullable=True),
+        'name': fields.StringField(nullable=True),
+        'node_uuid': fields.StringField(nullable=True),
+        'state': fields.StringField(nullable=True),
+        'last_error': fields.StringField(nullable=True),
+        'owner': fields.StringField(nullable=True),
+        'resource_class': fields.StringField(nullable=True),
+        'traits': fields.ListOfStringsField(nullable=True),
+        'candidate_nodes': fields.ListOfStringsField(nullable=True),
+        'extra': fields.FlexibleDictField(nullable=True),
+        'created_at': fields.DateTimeField(nullable=True),
+        'updated_at': fields.DateTimeField(nullable=True),
+    }
+
+    def __init__(self, allocation, node_uuid=None):
+        super().__init__(node_uuid=node_uuid)
+        self.populate_schema(allocation=allocation)
+
+
+@base.IronicAllocObjectRegistry.register
+class AllocationCRUDNotification(notification.NotificationBase):
+    """baremetal.allocation.create|update|delete.start|end|error, sent by
+    the API."""
+    # Version 1.0: Initial version
+    VERSION = '1.0'
+
+    fields = {
+        'payload': fields.ObjectField('AllocationCRUDPayload'),
+    }
+
+
+@base.IronicAllocObjectRegistry.register
+class AllocationHoldPayload(AllocationCRUDPayload):
+    """ironic_alloc's payload of its own allocation and reservation events:
+    Ironic's fields and those of holds (kind, instance_uuid, expires_at)."""
+    # Version 1.0: Initial version (AllocationCRUDPayload 1.1's fields,
+    #              kind, instance_uuid, expires_at)
+    VERSION = '1.0'
+
+    SCHEMA = dict(AllocationCRUDPayload.SCHEMA, **{
+        name: ('allocation', name) for name in (
+            'kind', 'instance_uuid', 'expires_at')})
+
+    fields = {
+        'kind': fields.StringField(nullable=True),
+        'instance_uuid': fields.UUIDField(nullable=True),
+        'expires_at': fields.DateTimeField(nullable=True),
+    }
+
+
+@base.IronicAllocObjectRegistry.register
+class AllocationHoldNotification(notification.NotificationBase):
+    """ironic_alloc.allocation.* and ironic_alloc.reservation.* events."""
+    # Version 1.0: Initial version
+    VERSION = '1.0'
+
+    EVENT_PREFIX = 'ironic_alloc'
+
+    fields = {
+        'payload': fields.ObjectField('AllocationHoldPayload'),
+    }
+
+
+def notify(context, allocation, obj, action, status, service,
+           node_uuid=None, level=None):
+    """Send one notification about ``allocation`` (when its level is
+    sent; nothing is built otherwise).
+
+    ``obj`` is ``allocation`` or ``reservation``; ``action`` and ``status``
+    make the rest of the event type.  Ironic's allocation events
+    (``create``, ``update``, ``delete`` of ``allocation``) carry Ironic's
+    payload, the others ironic_alloc's.  The level is Ironic's: error for
+    the ``error`` status, info otherwise.
+    """
+    level = level or ('error' if status == 'error' else 'info')
+    if not notifications.enabled(level):
+        return
+    if obj == 'allocation' and action in IRONIC_ACTIONS:
+        notification_cls, payload_cls = (AllocationCRUDNotification,
+                                         AllocationCRUDPayload)
+    else:
+        notification_cls, payload_cls = (AllocationHoldNotification,
+                                         AllocationHoldPayload)
+    with notifications.never_failing(obj, action, status):
+        notification_cls(
+            level=level,
+            event_type=notification.EventType(object=obj, action=action,
+                                              status=status),
+            publisher=notification.publisher(service),
+            payload=payload_cls(allocation, node_uuid=node_uuid),
+        ).emit(context)
+
+
+IRONIC_ACTIONS = ('create', 'update', 'delete')

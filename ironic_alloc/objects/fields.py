@@ -26,3 +26,6 @@ class FlexibleDictField(object_fields.AutoTypedField):
         if self.nullable:
             return {}
         return super()._null(obj, attr)
+
+EnumField = object_fields.EnumField
+ObjectField = object_fields.ObjectField

@@ -7,10 +7,12 @@ and friends); the web server runs the requests, so no command-line
 arguments are parsed.
 """
 
+import atexit
 import os
 import threading
 
 from ironic_alloc.api import app as api_app
+from ironic_alloc.common import notifications
 from ironic_alloc.common import service as service_utils
 from ironic_alloc.db import api as db_api
 
@@ -48,6 +50,9 @@ def initialize_wsgi_app(argv=None):
                 config_file_args() if argv is None else list(argv))
             db_api.get_instance().connect_on_demand()
             _APPLICATION = api_app.setup_app()
+            # NOTE: a WSGI server tells its application nothing when a
+            # process ends: the notifications still queued go at exit.
+            atexit.register(notifications.stop)
         return _APPLICATION
 
 

@@ -335,9 +335,10 @@ class Cluster:
                               '--log-file', log_path], log_path,
                        self.workdir)
 
-    def start_api(self, workers=1, options=None):
+    def start_api(self, workers=1, options=None, sections=None):
         """Start one ``ironic-alloc-api`` with ``workers`` worker
-        processes and the extra ``[api]`` ``options``; returns its base URL
+        processes, the extra ``[api]`` ``options`` and the other groups of
+        ``sections`` ({group: {option: value}}); returns its base URL
         once it answers (``GET /``, which needs neither database nor
         broker)."""
         for attempt in range(3):
@@ -345,14 +346,16 @@ class Cluster:
             name = 'api-%d' % (len(self.apis) + 1)
             # NOTE: each API process has a multiprocess metrics
             # directory of its own: it wipes it at start.
-            proc = self._start(name, 'ironic-alloc-api',
-                               {'api': dict(options or {},
-                                            host_ip='127.0.0.1',
-                                            port=str(port),
-                                            api_workers=str(workers)),
-                                'metrics': {
-                                    'api_multiprocess_dir': os.path.join(
-                                        self.workdir, name + '-metrics')}})
+            groups = {group: dict(values)
+                      for group, values in (sections or {}).items()}
+            groups.update({'api': dict(options or {},
+                                       host_ip='127.0.0.1',
+                                       port=str(port),
+                                       api_workers=str(workers)),
+                           'metrics': {
+                               'api_multiprocess_dir': os.path.join(
+                                   self.workdir, name + '-metrics')}})
+            proc = self._start(name, 'ironic-alloc-api', groups)
             url = 'http://127.0.0.1:%d' % port
             if self._wait_http(proc, url):
                 self.apis.append((proc, url))

@@ -246,3 +246,72 @@ class TestReplacePool(base.TestCase):
                 sqla_api._pool_sqlite_connections(engine)
         self.assertIn('SQLAlchemy changed', logs.output[0])
         self.assertIsInstance(engine.pool, sa.pool.NullPool)
+
+
+class TestNotifierFailures(base.TestCase):
+    """oslo.messaging logs a notification it could not send instead of
+    raising; NotifierFailures relies on where and how it logs."""
+
+    def _notifier(self, driver, url=None, retry=0):
+        self.config(driver=[driver], group='oslo_messaging_notifications')
+        if url:
+            self.config(transport_url=url,
+                        group='oslo_messaging_notifications')
+        transport = messaging.get_notification_transport(CONF)
+        self.addCleanup(transport.cleanup)
+        return messaging.Notifier(transport, topics=['compat-test'],
+                                  retry=retry, publisher_id='test.host')
+
+    def _failures(self):
+        failures = compat.NotifierFailures()
+        self.addCleanup(failures.close)
+        return failures
+
+    def test_both_loggers_are_found(self):
+        self.assertEqual({'oslo_messaging.notify.messaging',
+                          'oslo_messaging.notify.notifier'},
+                         set(compat.notifier_failure_loggers()))
+
+    def test_unreachable_broker_is_a_failure_kept_out_of_the_log(self):
+        # NOTE: a port nothing listens on; no retry, so the refusal is the
+        # answer.
+        notifier = self._notifier('messagingv2', BROKER_URL)
+        logged = self.useFixture(fixtures.FakeLogger(
+            name='oslo_messaging.notify.messaging'))
+        failures = self._failures()
+        with failures.watch() as failed:
+            notifier.info({}, 'compat.test', {'secret': 'payload'})
+        self.assertEqual(1, len(failed))
+        self.assertNotIn('payload', logged.output)
+
+    def test_delivered_is_no_failure(self):
+        notifier = self._notifier('log')
+        failures = self._failures()
+        with failures.watch() as failed:
+            notifier.info({}, 'compat.test', {'a': 1})
+        self.assertEqual([], failed)
+
+    def test_other_threads_failures_stay_in_the_log(self):
+        notifier = self._notifier('messagingv2', BROKER_URL)
+        logged = self.useFixture(fixtures.FakeLogger(
+            name='oslo_messaging.notify.messaging'))
+        self._failures()
+        notifier.info({}, 'compat.test', {'a': 1})
+        self.assertIn('Could not send notification', logged.output)
+
+    def test_logger_gone_is_refused(self):
+        from oslo_messaging.notify import notifier as om_notifier
+        self.useFixture(fixtures.MockPatchObject(om_notifier, '_LOG', None))
+        self.assertRaises(compat.LibraryChanged,
+                          compat.notifier_failure_loggers)
+
+    def test_message_changed_is_refused(self):
+        from oslo_messaging.notify import messaging as om_messaging
+
+        def notify(self, ctxt, message, priority, retry):
+            raise RuntimeError('a new shape')
+
+        self.useFixture(fixtures.MockPatchObject(
+            om_messaging.MessagingDriver, 'notify', notify))
+        self.assertRaises(compat.LibraryChanged,
+                          compat.notifier_failure_loggers)

@@ -34,10 +34,12 @@ from ironic_alloc.api.controllers.v1 import utils
 from ironic_alloc.api import expose
 from ironic_alloc.common import exception
 from ironic_alloc.common import matching
+from ironic_alloc.common import notifications
 from ironic_alloc.common import release_mappings
 from ironic_alloc.common import request_slots
 from ironic_alloc.common import states
 from ironic_alloc import objects
+from ironic_alloc.objects import allocation as allocation_obj
 
 LOG = log.getLogger(__name__)
 
@@ -616,7 +618,8 @@ class AllocationsController(rest.RestController):
             new = objects.Allocation(context, **values)
             # NOTE: 409 at once while a conductor holds the node, as for
             # every node change of this API (no wait for the lock).
-            new.backfill(node, states.BACKFILL_STATES)
+            with notifying(new, 'create', node_uuid=node.uuid):
+                new.backfill(node, states.BACKFILL_STATES)
             LOG.info('Allocation %(alloc)s backfilled for node %(node)s',
                      {'alloc': new.uuid, 'node': node.uuid})
             utils.set_location('allocations', new.uuid)
@@ -633,24 +636,26 @@ class AllocationsController(rest.RestController):
                                                             recent=True)
         new = objects.Allocation(context, state=states.ALLOCATING,
                                  conductor_affinity=conductor.id, **values)
-        new.create()
-        LOG.info('Allocation %(alloc)s created for conductor %(host)s',
-                 {'alloc': new.uuid, 'host': conductor.hostname})
-        utils.set_location('allocations', new.uuid)
-        if api.request.rpcapi.create_allocation(
-                context, new.id, conductor.hostname,
-                wait=api.request.cfg.api.allocation_create_wait):
-            # NOTE: the conductor finished within [api]
-            # allocation_create_wait: answer with the end state.
-            try:
-                new, node_uuid = objects.Allocation.get_with_node_uuid(
-                    context, id=new.id)
-                return convert_with_links(new, _node_uuid_map(new,
-                                                              node_uuid))
-            except exception.AllocationNotFound:
-                # NOTE: deleted meanwhile; the creation did happen.
-                pass
-        return convert_with_links(new, {})
+        with notifying(new, 'create') as notified:
+            new.create()
+            LOG.info('Allocation %(alloc)s created for conductor %(host)s',
+                     {'alloc': new.uuid, 'host': conductor.hostname})
+            utils.set_location('allocations', new.uuid)
+            node_uuids = {}
+            if api.request.rpcapi.create_allocation(
+                    context, new.id, conductor.hostname,
+                    wait=api.request.cfg.api.allocation_create_wait):
+                # NOTE: the conductor finished within [api]
+                # allocation_create_wait: answer with the end state.
+                try:
+                    new, node_uuid = objects.Allocation.get_with_node_uuid(
+                        context, id=new.id)
+                    node_uuids = _node_uuid_map(new, node_uuid)
+                    notified.allocation, notified.node_uuid = new, node_uuid
+                except exception.AllocationNotFound:
+                    # NOTE: deleted meanwhile; the creation did happen.
+                    pass
+        return convert_with_links(new, node_uuids)
 
     @expose.expose(Allocation, types.uuid_or_name,
                    body=[AllocationPatchType])
@@ -667,21 +672,58 @@ class AllocationsController(rest.RestController):
         for name, value in _patched_values(rpc_allocation, patch).items():
             if name == 'expires_at' or rpc_allocation[name] != value:
                 rpc_allocation[name] = value
-        with _allocation_gone(allocation_ident):
-            rpc_allocation.save()
-        if (rpc_allocation.node_id is not None
-                and rpc_allocation.node_id not in node_uuids):
-            # NOTE: the conductor reserved a node since the read.
-            node_uuids = _node_uuids([rpc_allocation])
+        with notifying(rpc_allocation, 'update',
+                       node_uuid=node_uuids.get(rpc_allocation.node_id)) \
+                as notified:
+            with _allocation_gone(allocation_ident):
+                rpc_allocation.save()
+            if (rpc_allocation.node_id is not None
+                    and rpc_allocation.node_id not in node_uuids):
+                # NOTE: the conductor reserved a node since the read.
+                node_uuids = _node_uuids([rpc_allocation])
+            notified.node_uuid = node_uuids.get(rpc_allocation.node_id)
         return convert_with_links(rpc_allocation, node_uuids)
 
     @expose.expose(None, types.uuid_or_name, status_code=204)
     def delete(self, allocation_ident):
         """Delete an allocation, freeing its node (through a conductor)."""
-        rpc_allocation = get_allocation(allocation_ident,
-                                        'baremetal:allocation:delete')
-        with _allocation_gone(allocation_ident):
-            _destroy(rpc_allocation)
+        rpc_allocation, node_uuids = get_allocation_with_node_uuids(
+            allocation_ident, 'baremetal:allocation:delete')
+        with notifying(rpc_allocation, 'delete',
+                       node_uuid=node_uuids.get(rpc_allocation.node_id)):
+            with _allocation_gone(allocation_ident):
+                _destroy(rpc_allocation)
+
+
+class _Notified:
+    """What the end notification of a change reports: the allocation
+    (and its node) as the change left them."""
+
+    def __init__(self, allocation, node_uuid):
+        self.allocation = allocation
+        self.node_uuid = node_uuid
+
+
+@contextlib.contextmanager
+def notifying(allocation, action, node_uuid=None):
+    """Around a change of an allocation, Ironic's notifications of the
+    API: baremetal.allocation.<action>.start before, .end after, .error
+    (then the error goes on) when it fails."""
+    context = api.request.context
+    allocation_obj.notify(context, allocation, 'allocation', action,
+                          'start', notifications.API_SERVICE,
+                          node_uuid=node_uuid)
+    notified = _Notified(allocation, node_uuid)
+    try:
+        yield notified
+    except Exception:
+        allocation_obj.notify(context, allocation, 'allocation', action,
+                              'error', notifications.API_SERVICE,
+                              node_uuid=node_uuid)
+        raise
+    allocation_obj.notify(context, notified.allocation, 'allocation', action,
+                          'end', notifications.API_SERVICE,
+                          node_uuid=notified.node_uuid)
 
 
 @contextlib.contextmanager
@@ -794,6 +836,8 @@ class NodeAllocationController(rest.RestController):
     @expose.expose(None, status_code=204)
     def delete(self):
         """Delete the allocation of the node."""
-        rpc_allocation = self._allocation('baremetal:allocation:delete')[1]
-        with _allocation_gone('of node %s' % self.node_ident):
-            _destroy(rpc_allocation)
+        node, rpc_allocation = self._allocation(
+            'baremetal:allocation:delete')
+        with notifying(rpc_allocation, 'delete', node_uuid=node.uuid):
+            with _allocation_gone('of node %s' % self.node_ident):
+                _destroy(rpc_allocation)

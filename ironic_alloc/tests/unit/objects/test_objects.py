@@ -11,9 +11,15 @@ from ironic_alloc.tests import base as test_base
 # changed, so older peers need obj_make_compatible() for the new version.
 expected_object_fingerprints = {
     'Allocation': '1.3-2af677420a77ffbddd36bb381e22ab6a',
+    'AllocationCRUDNotification': '1.0-e457f1e870b64f4d06a9bb0d72e65279',
+    'AllocationCRUDPayload': '1.1-3c8849932b80380bb96587ff62e8f087',
+    'AllocationHoldNotification': '1.0-e457f1e870b64f4d06a9bb0d72e65279',
+    'AllocationHoldPayload': '1.0-ee65677bf5454e94294b397eba574010',
     'Chassis': '1.0-c35dcce94fa3bbb43d75465b7c43d5f1',
     'Conductor': '1.0-157a8b1669d035736cbc95ecce8cf73e',
+    'EventType': '1.0-e57847de66c709a4d22d41cbc86634a7',
     'Node': '1.0-6fc77293fafa5326bef0896edc25880e',
+    'NotificationPublisher': '1.0-df364d14575805a6ef50c2120762d2bc',
 }
 
 

@@ -1,0 +1,334 @@
+"""Versioned notifications sent by the real application (cheroot, a real
+conductor, the test database): every event of an allocation's life with
+its payload, the level filter, the queue's drop path and a broker that
+cannot be reached, the start-up checks of the options.
+
+These tests read what oslo.messaging's ``log`` notification driver
+writes (one JSON message per notification, on the logger
+``oslo.messaging.notification.<event type>``): a real driver of the
+library, in-process, where the broker is not the point.  The
+multi-process tier consumes from a real RabbitMQ.
+"""
+
+import json
+import logging
+import os
+import subprocess
+import sys
+import threading
+
+import fixtures
+
+from ironic_alloc.common import metrics
+from ironic_alloc.common import notifications
+from ironic_alloc.common import states
+from ironic_alloc.conf import CONF
+from ironic_alloc import objects
+from ironic_alloc.tests import base
+from ironic_alloc.tests.functional.conductor import utils
+from ironic_alloc.tests.functional import test_metrics
+
+LOG_DRIVER_LOGGER = 'oslo.messaging.notification'
+DROPPED = 'ironic_alloc_notifications_dropped_total'
+
+
+class _Collector(logging.Handler):
+    """The messages the log driver writes; ``gate``, when set, holds the
+    sending thread in the handler until it is opened."""
+
+    def __init__(self, gate=None):
+        super().__init__(level=logging.DEBUG)
+        self.messages = []
+        self.gate = gate
+        self.entered = threading.Event()
+
+    def emit(self, record):
+        self.entered.set()
+        if self.gate is not None:
+            self.gate.wait()
+        self.messages.append(json.loads(record.getMessage()))
+
+    def events(self):
+        return [m['event_type'] for m in self.messages]
+
+    def one(self, event_type):
+        found = [m for m in self.messages if m['event_type'] == event_type]
+        if len(found) != 1:
+            raise AssertionError('%d messages %s in %s' % (
+                len(found), event_type, self.events()))
+        return found[0]
+
+
+class _NotifyingTestCase(test_metrics._ServedTestCase):
+    """The served application with notifications on the log driver."""
+
+    LEVEL = 'info'
+    GATE = False
+
+    def setUp(self):
+        self.gate = threading.Event() if self.GATE else None
+        self.collector = _Collector(self.gate)
+        logger = logging.getLogger(LOG_DRIVER_LOGGER)
+        logger.addHandler(self.collector)
+        old_level = logger.level
+        logger.setLevel(logging.DEBUG)
+        self.addCleanup(logger.setLevel, old_level)
+        self.addCleanup(logger.removeHandler, self.collector)
+        if self.gate is not None:
+            self.addCleanup(self.gate.set)
+        super().setUp()
+        self.config(notification_level=self.LEVEL)
+        self.config(driver=['log'], group='oslo_messaging_notifications')
+        # NOTE: the sender of an earlier test (or of the conductor's start)
+        # is flushed; this test's notifications start from here.
+        self.addCleanup(notifications.stop)
+        notifications.stop()
+        self.collector.messages.clear()
+
+    def flush(self):
+        """Every notification queued so far delivered (or dropped)."""
+        notifications.stop()
+
+    def allocate(self, resource_class='gold'):
+        response, body = self.request('POST', '/v1/allocations',
+                                      {'resource_class': resource_class})
+        self.assertEqual(201, response.status, body)
+        uuid = json.loads(body)['uuid']
+        allocation = self.get_allocation(uuid)
+        utils.wait_for_allocations(self.context, [allocation.id])
+        return self.get_allocation(uuid)
+
+    def get_allocation(self, ident):
+        return objects.Allocation.get(self.context, ident)
+
+
+class TestAllocationLifecycle(_NotifyingTestCase):
+
+    def test_every_event_once_with_its_payload(self):
+        node = utils.make_available_node(self.context, resource_class='gold')
+        allocation = self.allocate()
+        self.assertEqual(states.ALLOCATION_ACTIVE, allocation.state)
+        response, body = self.request(
+            'PATCH', '/v1/allocations/%s' % allocation.uuid,
+            [{'op': 'add', 'path': '/extra/billing', 'value': 'b-1'}])
+        self.assertEqual(200, response.status, body)
+        response, body = self.request(
+            'DELETE', '/v1/allocations/%s' % allocation.uuid)
+        self.assertEqual(204, response.status, body)
+        self.flush()
+
+        self.assertEqual(sorted([
+            'baremetal.allocation.create.start',
+            'baremetal.allocation.create.end',
+            'ironic_alloc.allocation.process.success',
+            'baremetal.allocation.update.start',
+            'baremetal.allocation.update.end',
+            'baremetal.allocation.delete.start',
+            'baremetal.allocation.delete.end']),
+            sorted(self.collector.events()))
+        for message in self.collector.messages:
+            self.assertEqual('INFO', message['priority'])
+        api = 'ironic-api.test-host'
+        conductor = 'ironic-conductor.test-host'
+
+        start = self.collector.one('baremetal.allocation.create.start')
+        self.assertEqual(api, start['publisher_id'])
+        payload = start['payload']
+        self.assertEqual('AllocationCRUDPayload',
+                         payload['ironic_object.name'])
+        self.assertEqual('1.1', payload['ironic_object.version'])
+        self.assertEqual('ironic', payload['ironic_object.namespace'])
+        data = payload['ironic_object.data']
+        self.assertEqual(
+            {'uuid', 'name', 'node_uuid', 'state', 'last_error', 'owner',
+             'resource_class', 'traits', 'candidate_nodes', 'extra',
+             'created_at', 'updated_at'}, set(data))
+        self.assertEqual(allocation.uuid, data['uuid'])
+        self.assertEqual('gold', data['resource_class'])
+        self.assertEqual(states.ALLOCATING, data['state'])
+        self.assertIsNone(data['node_uuid'])
+
+        end = self.collector.one('baremetal.allocation.create.end')
+        self.assertEqual(api, end['publisher_id'])
+        self.assertEqual(allocation.uuid,
+                         end['payload']['ironic_object.data']['uuid'])
+        self.assertIsNotNone(
+            end['payload']['ironic_object.data']['created_at'])
+
+        active = self.collector.one('ironic_alloc.allocation.process.success')
+        self.assertEqual(conductor, active['publisher_id'])
+        self.assertEqual('AllocationHoldPayload',
+                         active['payload']['ironic_object.name'])
+        data = active['payload']['ironic_object.data']
+        self.assertEqual(states.ALLOCATION_ACTIVE, data['state'])
+        self.assertEqual(node.uuid, data['node_uuid'])
+        self.assertEqual(states.ALLOCATION_KIND, data['kind'])
+
+        update = self.collector.one('baremetal.allocation.update.end')
+        data = update['payload']['ironic_object.data']
+        self.assertEqual({'billing': 'b-1'}, data['extra'])
+        self.assertEqual(node.uuid, data['node_uuid'])
+
+        delete = self.collector.one('baremetal.allocation.delete.end')
+        self.assertEqual(api, delete['publisher_id'])
+        data = delete['payload']['ironic_object.data']
+        self.assertEqual(allocation.uuid, data['uuid'])
+        self.assertEqual(node.uuid, data['node_uuid'])
+
+    def test_failed_change_sends_error(self):
+        for name in ('first', 'second'):
+            response, body = self.request(
+                'POST', '/v1/allocations',
+                {'resource_class': 'none-here', 'name': name})
+            self.assertEqual(201, response.status, body)
+            utils.wait_for_allocations(
+                self.context, [self.get_allocation(name).id])
+        self.flush()
+        self.collector.messages.clear()
+        response, body = self.request(
+            'PATCH', '/v1/allocations/second',
+            [{'op': 'replace', 'path': '/name', 'value': 'first'}])
+        self.assertEqual(409, response.status, body)
+        self.flush()
+        self.assertEqual(['baremetal.allocation.update.start',
+                          'baremetal.allocation.update.error'],
+                         self.collector.events())
+        error = self.collector.one('baremetal.allocation.update.error')
+        self.assertEqual('ERROR', error['priority'])
+        self.assertEqual('first',
+                         error['payload']['ironic_object.data']['name'])
+
+    def test_conductor_failure_is_an_error_event(self):
+        allocation = self.allocate('no-such-class')
+        self.assertEqual(states.ALLOCATION_ERROR, allocation.state)
+        self.flush()
+        failed = self.collector.one('ironic_alloc.allocation.process.error')
+        self.assertEqual('ERROR', failed['priority'])
+        data = failed['payload']['ironic_object.data']
+        self.assertEqual(states.ALLOCATION_ERROR, data['state'])
+        self.assertIn('No candidate node', data['last_error'])
+
+
+class TestLevelFilter(_NotifyingTestCase):
+
+    LEVEL = 'error'
+
+    def test_below_the_level_nothing_is_sent(self):
+        utils.make_available_node(self.context, resource_class='gold')
+        self.assertEqual(states.ALLOCATION_ACTIVE,
+                         self.allocate('gold').state)
+        self.assertEqual(states.ALLOCATION_ERROR,
+                         self.allocate('no-such-class').state)
+        self.flush()
+        self.assertEqual(['ironic_alloc.allocation.process.error'],
+                         self.collector.events())
+
+
+class TestOffByDefault(test_metrics._ServedTestCase):
+
+    def test_nothing_sent_and_no_sender(self):
+        self.assertIsNone(CONF.notification_level)
+        collector = _Collector()
+        logger = logging.getLogger(LOG_DRIVER_LOGGER)
+        logger.addHandler(collector)
+        self.addCleanup(logger.removeHandler, collector)
+        self.config(driver=['log'], group='oslo_messaging_notifications')
+        notifications.stop()
+        utils.make_available_node(self.context, resource_class='gold')
+        response, body = self.request('POST', '/v1/allocations',
+                                      {'resource_class': 'gold'})
+        self.assertEqual(201, response.status, body)
+        self.assertFalse(notifications.enabled('critical'))
+        self.assertFalse(notifications.running())
+        self.assertEqual([], collector.messages)
+
+
+class TestQueueFull(_NotifyingTestCase):
+
+    GATE = True
+
+    def test_full_queue_drops_and_requests_answer(self):
+        # NOTE: settled rows written without the API: no conductor works
+        # on them, so every notification of this test is one of the
+        # PATCHes', queued before their answer.
+        conductor_id = self.conductor.service.registration.id
+        rows = [utils.make_allocation(self.context, conductor_id,
+                                      state=states.ALLOCATION_ERROR)
+                for _ in range(3)]
+        self.config(notification_queue_size=1)
+        notifications.stop()
+        before = test_metrics.parse(metrics.exposition().decode())
+        for i, row in enumerate(rows):
+            response, body = self.request(
+                'PATCH', '/v1/allocations/%s' % row.uuid,
+                [{'op': 'add', 'path': '/name', 'value': 'n-%d' % i}])
+            self.assertEqual(200, response.status, body)
+        # The sending thread is held in the driver by the first message
+        # it took; the queue holds one more at most; the rest were dropped.
+        self.assertTrue(self.collector.entered.wait(60))
+        self.gate.set()
+        self.flush()
+        after = test_metrics.parse(metrics.exposition().decode())
+        dropped = (test_metrics.value(after, DROPPED, reason='queue_full')
+                   - test_metrics.value(before, DROPPED, reason='queue_full'))
+        delivered = len(self.collector.messages)
+        self.assertIn(delivered, (1, 2))
+        self.assertEqual(6, delivered + dropped)
+
+
+class TestBrokerUnreachable(_NotifyingTestCase):
+
+    def test_requests_answer_and_failures_are_counted(self):
+        # A local port nothing listens on: the broker is down.
+        port = test_metrics._free_port()
+        self.config(driver=['messagingv2'],
+                    transport_url='rabbit://guest:guest@127.0.0.1:%d/'
+                                  % port,
+                    group='oslo_messaging_notifications')
+        self.config(notification_send_retries=0)
+        notifications.stop()
+        before = test_metrics.parse(metrics.exposition().decode())
+        response, body = self.request('POST', '/v1/allocations',
+                                      {'resource_class': 'none-here'})
+        self.assertEqual(201, response.status, body)
+        uuid = json.loads(body)['uuid']
+        utils.wait_for_allocations(self.context,
+                                   [self.get_allocation(uuid).id])
+        response, body = self.request('GET', '/v1/allocations/%s' % uuid)
+        self.assertEqual(200, response.status, body)
+        self.assertEqual(states.ALLOCATION_ERROR, json.loads(body)['state'])
+        self.flush()
+        after = test_metrics.parse(metrics.exposition().decode())
+        failed = (test_metrics.value(after, DROPPED, reason='send_failed')
+                  - test_metrics.value(before, DROPPED, reason='send_failed'))
+        # create.start, create.end and the conductor's process.error.
+        self.assertEqual(3, failed)
+
+
+class TestStartUpChecks(base.TestCase):
+    """Malformed options stop a service with one line (the real command,
+    in a process of its own)."""
+
+    def _start(self, conf_text):
+        path = os.path.join(self.useFixture(fixtures.TempDir()).path,
+                            'bad.conf')
+        with open(path, 'w') as f:
+            f.write(conf_text)
+        result = subprocess.run(
+            [sys.executable, '-m', 'ironic_alloc.cmd.conductor',
+             '--config-file', path], capture_output=True, text=True,
+            timeout=120)
+        self.assertNotEqual(0, result.returncode)
+        return result.stderr.strip().splitlines()[-1]
+
+    def test_unknown_level(self):
+        last = self._start('[DEFAULT]\nnotification_level = loud\n')
+        self.assertIn('notification_level', last)
+        self.assertIn('loud', last)
+
+    def test_malformed_transport(self):
+        last = self._start(
+            '[DEFAULT]\nnotification_level = info\n'
+            '[oslo_messaging_notifications]\ndriver = messagingv2\n'
+            'transport_url = nonsense\n')
+        self.assertIn('Invalid transport for notifications', last)

@@ -4,12 +4,14 @@ from oslo_log import log
 import oslo_messaging as messaging
 
 from ironic_alloc.common import exception
+from ironic_alloc.common import notifications
 from ironic_alloc.conductor import allocations
 from ironic_alloc.conductor import leases
 from ironic_alloc.conductor import nodes
 from ironic_alloc.conductor import provisioning
 from ironic_alloc.conductor import task
 from ironic_alloc.objects import allocation as allocation_obj
+from ironic_alloc.objects import node as node_obj
 
 LOG = log.getLogger(__name__)
 
@@ -102,12 +104,17 @@ class ConductorManager:
             LOG.info('Node %(node)s: %(action)s from %(state)s',
                      {'node': lock.node.uuid, 'action': action,
                       'state': lock.node.provision_state})
+            previous = (lock.node.provision_state,
+                        lock.node.target_provision_state)
             if transition.working == transition.success:
-                lock.release({'provision_state': transition.success,
-                              'target_provision_state': None,
-                              'last_error': None})
+                values = {'provision_state': transition.success,
+                          'target_provision_state': None,
+                          'last_error': None}
+                lock.release(values)
                 lock.handoff()
                 self.backend.node_changed(lock.node.uuid)
+                _notify_provision(context, lock.node, values, 'success',
+                                  previous, action)
                 return
             rollback = {'provision_state': lock.node.provision_state,
                         'target_provision_state':
@@ -120,6 +127,8 @@ class ConductorManager:
             else:
                 lock.node.update(provisioning.start_values(transition))
                 lock.node.save()
+            _notify_provision(context, lock.node, {}, 'start', previous,
+                              action)
             self.pool.spawn_with_lock(
                 lock, rollback, self._finish_provisioning, context, lock,
                 action, transition)
@@ -133,9 +142,12 @@ class ConductorManager:
             lock.node.target_power_state = \
                 provisioning.power_target(new_state)
             lock.node.save()
+            node_obj.notify(context, lock.node, 'power_set', 'start',
+                            notifications.CONDUCTOR_SERVICE,
+                            to_power=new_state)
             self.pool.spawn_with_lock(
                 lock, {'target_power_state': None}, self._finish_power,
-                lock, new_state, timeout)
+                lock, new_state, timeout, context)
 
     def create_allocation(self, context, allocation_id, wait=None):
         """The row exists already; start working on it.
@@ -159,6 +171,8 @@ class ConductorManager:
 
     def _finish_provisioning(self, context, lock, action, transition):
         node = lock.node
+        previous = (node.provision_state, node.target_provision_state)
+        status = 'end'
 
         def write_intermediate(values):
             node.update(values)
@@ -178,18 +192,42 @@ class ConductorManager:
             values = {'provision_state': transition.failure,
                       'target_provision_state': None,
                       'last_error': '%s failed: %s' % (action, exc)}
+            status = 'error'
         lock.release(values)
         self.backend.node_changed(node.uuid)
+        _notify_provision(context, node, values, status, previous, action)
         LOG.info('Node %(node)s: %(action)s finished in %(state)s',
                  {'node': node.uuid, 'action': action,
                   'state': values['provision_state']})
 
-    def _finish_power(self, lock, new_state, timeout=None):
+    def _finish_power(self, lock, new_state, timeout=None, context=None):
+        status = 'end'
         try:
             values = provisioning.power_values(new_state, timeout)
         except Exception as exc:
             LOG.exception('Node %s: power action failed', lock.node.uuid)
             values = {'target_power_state': None,
                       'last_error': 'Power action failed: %s' % exc}
+            status = 'error'
         lock.release(values)
         self.backend.node_changed(lock.node.uuid)
+        if notifications.enabled('error' if status == 'error' else 'info'):
+            node = lock.node.obj_clone()
+            node.update(values)
+            node_obj.notify(context, node, 'power_set', status,
+                            notifications.CONDUCTOR_SERVICE,
+                            to_power=new_state)
+
+
+def _notify_provision(context, node, values, status, previous, action):
+    """Ironic's baremetal.node.provision_set.<status>: the node as the
+    ``values`` just written leave it; ``previous`` is its (provision
+    state, target) before the step; the event is the action's verb."""
+    if not notifications.enabled('error' if status == 'error' else 'info'):
+        return
+    node = node.obj_clone()
+    node.update(values)
+    node_obj.notify(context, node, 'provision_set', status,
+                    notifications.CONDUCTOR_SERVICE,
+                    prev_state=previous[0], prev_target=previous[1],
+                    event=action)

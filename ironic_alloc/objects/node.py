@@ -1,6 +1,8 @@
+from ironic_alloc.common import notifications
 from ironic_alloc.db import api as db_api
 from ironic_alloc.objects import base
 from ironic_alloc.objects import fields
+from ironic_alloc.objects import notification
 
 # Hardware interface fields of the Bare Metal API.  They are stored in one
 # JSON column: nothing acts on them since no hardware is driven here.
@@ -204,3 +206,183 @@ class Node(base.IronicAllocObject):
 
     def get_interface(self, name):
         return (self.interfaces or {}).get(name)
+
+
+@base.IronicAllocObjectRegistry.register
+class NodePayload(notification.NotificationPayloadBase):
+    """Ironic's NodePayload 1.16: every field of it, the hardware
+    interfaces read from the node's ``interfaces``."""
+    # Version 1.16: Ironic's NodePayload 1.16
+    VERSION = '1.16'
+
+    SCHEMA = {name: ('node', name) for name in (
+        'clean_step', 'conductor_group', 'console_enabled', 'created_at',
+        'deploy_step', 'description', 'driver', 'extra', 'boot_mode',
+        'secure_boot', 'inspection_finished_at', 'inspection_started_at',
+        'instance_uuid', 'last_error', 'maintenance', 'maintenance_reason',
+        'fault', 'name', 'owner', 'lessee', 'power_state', 'properties',
+        'protected', 'protected_reason', 'provision_state',
+        'provision_updated_at', 'resource_class', 'retired',
+        'retired_reason', 'target_power_state', 'target_provision_state',
+        'traits', 'updated_at', 'uuid')}
+
+    fields = dict({
+        'clean_step': fields.FlexibleDictField(nullable=True),
+        'conductor_group': fields.StringField(nullable=True),
+        'console_enabled': fields.BooleanField(nullable=True),
+        'created_at': fields.DateTimeField(nullable=True),
+        'deploy_step': fields.FlexibleDictField(nullable=True),
+        'description': fields.StringField(nullable=True),
+        'driver': fields.StringField(nullable=True),
+        'extra': fields.FlexibleDictField(nullable=True),
+        'boot_mode': fields.StringField(nullable=True),
+        'secure_boot': fields.BooleanField(nullable=True),
+        'inspection_finished_at': fields.DateTimeField(nullable=True),
+        'inspection_started_at': fields.DateTimeField(nullable=True),
+        'instance_uuid': fields.UUIDField(nullable=True),
+        'last_error': fields.StringField(nullable=True),
+        'maintenance': fields.BooleanField(nullable=True),
+        'maintenance_reason': fields.StringField(nullable=True),
+        'fault': fields.StringField(nullable=True),
+        'name': fields.StringField(nullable=True),
+        'owner': fields.StringField(nullable=True),
+        'lessee': fields.StringField(nullable=True),
+        'power_state': fields.StringField(nullable=True),
+        'properties': fields.FlexibleDictField(nullable=True),
+        'protected': fields.BooleanField(nullable=True),
+        'protected_reason': fields.StringField(nullable=True),
+        'provision_state': fields.StringField(nullable=True),
+        'provision_updated_at': fields.DateTimeField(nullable=True),
+        'resource_class': fields.StringField(nullable=True),
+        'retired': fields.BooleanField(nullable=True),
+        'retired_reason': fields.StringField(nullable=True),
+        'target_power_state': fields.StringField(nullable=True),
+        'target_provision_state': fields.StringField(nullable=True),
+        'traits': fields.ListOfStringsField(nullable=True),
+        'updated_at': fields.DateTimeField(nullable=True),
+        'uuid': fields.UUIDField(),
+    }, **{name: fields.StringField(nullable=True)
+          for name in INTERFACE_FIELDS if name != 'firmware_interface'})
+
+    def __init__(self, node, **kwargs):
+        super().__init__(**kwargs)
+        self.populate_schema(node=node)
+        interfaces = (node.interfaces or {}) \
+            if node.obj_attr_is_set('interfaces') else {}
+        for name in INTERFACE_FIELDS:
+            if name in self.fields:
+                setattr(self, name, interfaces.get(name))
+        if self.traits is None:
+            self.traits = []
+
+
+@base.IronicAllocObjectRegistry.register
+class NodeCRUDPayload(NodePayload):
+    """Ironic's NodeCRUDPayload 1.14: with the chassis, instance_info and
+    driver_info (its secrets masked)."""
+    # Version 1.14: Ironic's NodeCRUDPayload 1.14
+    VERSION = '1.14'
+
+    SCHEMA = dict(NodePayload.SCHEMA,
+                  instance_info=('node', 'instance_info'),
+                  chassis_uuid=('node', 'chassis_uuid'))
+
+    fields = {
+        'chassis_uuid': fields.UUIDField(nullable=True),
+        'instance_info': fields.FlexibleDictField(nullable=True),
+        'driver_info': fields.FlexibleDictField(nullable=True),
+    }
+
+    def __init__(self, node):
+        super().__init__(node)
+        info = node.driver_info if node.obj_attr_is_set('driver_info') \
+            else None
+        self.driver_info = notification.mask_secrets(info)
+        self.instance_info = notification.mask_secrets(self.instance_info)
+
+
+@base.IronicAllocObjectRegistry.register
+class NodeSetPowerStatePayload(NodePayload):
+    """Ironic's NodeSetPowerStatePayload 1.16."""
+    # Version 1.16: Ironic's NodeSetPowerStatePayload 1.16
+    VERSION = '1.16'
+
+    fields = {
+        'to_power': fields.StringField(nullable=True),
+    }
+
+    def __init__(self, node, to_power):
+        super().__init__(node, to_power=to_power)
+
+
+@base.IronicAllocObjectRegistry.register
+class NodeSetProvisionStatePayload(NodePayload):
+    """Ironic's NodeSetProvisionStatePayload 1.17."""
+    # Version 1.17: Ironic's NodeSetProvisionStatePayload 1.17
+    VERSION = '1.17'
+
+    SCHEMA = dict(NodePayload.SCHEMA,
+                  instance_info=('node', 'instance_info'),
+                  driver_internal_info=('node', 'driver_internal_info'))
+
+    fields = {
+        'instance_info': fields.FlexibleDictField(nullable=True),
+        'driver_internal_info': fields.FlexibleDictField(nullable=True),
+        'event': fields.StringField(nullable=True),
+        'previous_provision_state': fields.StringField(nullable=True),
+        'previous_target_provision_state': fields.StringField(nullable=True),
+    }
+
+    def __init__(self, node, prev_state, prev_target, event):
+        super().__init__(node, event=event,
+                         previous_provision_state=prev_state,
+                         previous_target_provision_state=prev_target)
+        self.instance_info = notification.mask_secrets(self.instance_info)
+
+
+def _notification_class(name, payload):
+    cls = type(name, (notification.NotificationBase,), {
+        'VERSION': '1.0',
+        'fields': {'payload': fields.ObjectField(payload)},
+        '__doc__': 'Ironic\'s %s 1.0.' % name,
+    })
+    return base.IronicAllocObjectRegistry.register(cls)
+
+
+NodeCRUDNotification = _notification_class('NodeCRUDNotification',
+                                           'NodeCRUDPayload')
+NodeMaintenanceNotification = _notification_class(
+    'NodeMaintenanceNotification', 'NodePayload')
+NodeSetPowerStateNotification = _notification_class(
+    'NodeSetPowerStateNotification', 'NodeSetPowerStatePayload')
+NodeSetProvisionStateNotification = _notification_class(
+    'NodeSetProvisionStateNotification', 'NodeSetProvisionStatePayload')
+
+_EVENTS = {
+    'create': (NodeCRUDNotification, NodeCRUDPayload),
+    'update': (NodeCRUDNotification, NodeCRUDPayload),
+    'delete': (NodeCRUDNotification, NodeCRUDPayload),
+    'maintenance_set': (NodeMaintenanceNotification, NodePayload),
+    'power_set': (NodeSetPowerStateNotification, NodeSetPowerStatePayload),
+    'provision_set': (NodeSetProvisionStateNotification,
+                      NodeSetProvisionStatePayload),
+}
+
+
+def notify(context, node, action, status, service, **payload_args):
+    """Send Ironic's ``baremetal.node.<action>.<status>`` about ``node``
+    (when its level is sent; nothing is built otherwise): error level
+    for the ``error`` status, info otherwise.  ``payload_args`` are the
+    payload's own (to_power; prev_state, prev_target, event)."""
+    level = 'error' if status == 'error' else 'info'
+    if not notifications.enabled(level):
+        return
+    notification_cls, payload_cls = _EVENTS[action]
+    with notifications.never_failing('node', action, status):
+        notification_cls(
+            level=level,
+            event_type=notification.EventType(object='node', action=action,
+                                              status=status),
+            publisher=notification.publisher(service),
+            payload=payload_cls(node, **payload_args),
+        ).emit(context)

@@ -639,7 +639,8 @@ class NodesController(rest.RestController):
                      'console_enabled'):
             values[name] = bool(values.get(name))
         new_node = objects.Node(api.request.context, **values)
-        with chassis_named_by_node():
+        with node_states.notifying(new_node, 'create'), \
+                chassis_named_by_node():
             new_node.create()
         LOG.info('Node %s created', new_node.uuid)
         utils.set_location('nodes', new_node.uuid)
@@ -684,10 +685,12 @@ class NodesController(rest.RestController):
         for name, value in values.items():
             if rpc_node[name] != value:
                 rpc_node[name] = value
-        with utils.node_rpc(node_ident), chassis_named_by_node():
+        with node_states.notifying(rpc_node, 'update') as notified, \
+                utils.node_rpc(node_ident), chassis_named_by_node():
             new_node = api.request.rpcapi.update_node(
                 api.request.context, rpc_node,
                 utils.conductor_host(rpc_node))
+            notified.node = new_node
         return convert_with_links(new_node)
 
     @expose.expose(None, types.uuid_or_name, status_code=204)
@@ -699,7 +702,8 @@ class NodesController(rest.RestController):
                 and access.node_allowed(
                     'baremetal:node:delete:self_owned_node', rpc_node))):
             raise exception.HTTPForbidden(resource='baremetal:node:delete')
-        with utils.node_rpc(node_ident):
+        with node_states.notifying(rpc_node, 'delete'), \
+                utils.node_rpc(node_ident):
             api.request.rpcapi.destroy_node(
                 api.request.context, rpc_node.id,
                 utils.conductor_host(rpc_node))

@@ -1,6 +1,7 @@
 """Node states and maintenance: /v1/nodes/{node}/states[/provision|power]
 and /v1/nodes/{node}/maintenance."""
 
+import contextlib
 import datetime
 
 from oslo_log import log
@@ -14,7 +15,9 @@ from ironic_alloc.api.controllers.v1 import unsupported
 from ironic_alloc.api.controllers.v1 import utils
 from ironic_alloc.api import expose
 from ironic_alloc.common import exception
+from ironic_alloc.common import notifications
 from ironic_alloc.common import states
+from ironic_alloc.objects import node as node_obj
 
 LOG = log.getLogger(__name__)
 
@@ -187,6 +190,33 @@ class NodeStatesController(rest.RestController):
         utils.set_location('nodes', self.node_ident, 'states')
 
 
+class _Notified:
+    """The node the end notification of a change reports: the one the
+    change left."""
+
+    def __init__(self, node):
+        self.node = node
+
+
+@contextlib.contextmanager
+def notifying(node, action):
+    """Around a change of a node by the API, Ironic's notifications:
+    baremetal.node.<action>.start before, .end after, .error (then the
+    error goes on) when it fails."""
+    context = api.request.context
+    node_obj.notify(context, node, action, 'start',
+                    notifications.API_SERVICE)
+    notified = _Notified(node)
+    try:
+        yield notified
+    except Exception:
+        node_obj.notify(context, node, action, 'error',
+                        notifications.API_SERVICE)
+        raise
+    node_obj.notify(context, notified.node, action, 'end',
+                    notifications.API_SERVICE)
+
+
 class NodeMaintenanceController(rest.RestController):
     """Maintenance mode of one node (202 like Ironic)."""
 
@@ -203,9 +233,10 @@ class NodeMaintenanceController(rest.RestController):
         node.maintenance_reason = reason
         if not maintenance:
             node.fault = None
-        with utils.node_rpc(self.node_ident):
-            api.request.rpcapi.update_node(api.request.context, node,
-                                           utils.conductor_host(node))
+        with notifying(node, 'maintenance_set') as notified, \
+                utils.node_rpc(self.node_ident):
+            notified.node = api.request.rpcapi.update_node(
+                api.request.context, node, utils.conductor_host(node))
 
     @expose.expose(None, wsme.types.text, status_code=202)
     def put(self, reason=None):

@@ -4,6 +4,7 @@ import datetime
 
 from ironic_alloc.common import notifications
 from ironic_alloc.objects import allocation as allocation_obj
+from ironic_alloc.objects import node as node_obj
 from ironic_alloc.objects import notification
 from ironic_alloc.tests import base
 
@@ -91,6 +92,36 @@ class TestPayloads(base.TestCase):
         self.assertRaises(ValueError, notification.EventType,
                           object='allocation', action='create',
                           status='later')
+
+
+class TestNodePayloads(base.TestCase):
+
+    def _node(self):
+        return node_obj.Node(
+            uuid='1be26c0b-03f2-4d2e-ae87-c02d7f33c123', name='n1',
+            driver='fake-hardware', traits=['CUSTOM_A'],
+            interfaces={'power_interface': 'fake', 'firmware_interface': 'x'},
+            driver_info={'ipmi_password': 'hidden', 'ipmi_user': 'u'},
+            instance_info={'image_source': 'img'}, maintenance=False)
+
+    def test_crud_payload_masks_secrets(self):
+        payload = node_obj.NodeCRUDPayload(self._node())
+        self.assertEqual({'ipmi_password': '******', 'ipmi_user': 'u'},
+                         payload.driver_info)
+        self.assertEqual({'image_source': 'img'}, payload.instance_info)
+        self.assertEqual('fake', payload.power_interface)
+        self.assertNotIn('firmware_interface', payload.fields)
+        self.assertEqual(['CUSTOM_A'], payload.traits)
+        # Not set on the node yet: null.
+        self.assertIsNone(payload.created_at)
+
+    def test_provision_payload(self):
+        payload = node_obj.NodeSetProvisionStatePayload(
+            self._node(), 'enroll', None, 'manage')
+        self.assertEqual('manage', payload.event)
+        self.assertEqual('enroll', payload.previous_provision_state)
+        self.assertIsNone(payload.previous_target_provision_state)
+        self.assertEqual('1.17', payload.VERSION)
 
 
 class TestLevels(base.TestCase):

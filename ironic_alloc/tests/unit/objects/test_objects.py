@@ -19,6 +19,15 @@ expected_object_fingerprints = {
     'Conductor': '1.0-157a8b1669d035736cbc95ecce8cf73e',
     'EventType': '1.0-e57847de66c709a4d22d41cbc86634a7',
     'Node': '1.0-6fc77293fafa5326bef0896edc25880e',
+    'NodeCRUDNotification': '1.0-e457f1e870b64f4d06a9bb0d72e65279',
+    'NodeCRUDPayload': '1.14-abe3a744767e5ada9f8370cf0caa1862',
+    'NodeMaintenanceNotification': '1.0-e457f1e870b64f4d06a9bb0d72e65279',
+    'NodePayload': '1.16-9298b3aba63ab2b9c3359afd90fb9230',
+    'NodeSetPowerStateNotification': '1.0-e457f1e870b64f4d06a9bb0d72e65279',
+    'NodeSetPowerStatePayload': '1.16-d3695780185716e75683ebbba4f8a2e6',
+    'NodeSetProvisionStateNotification':
+        '1.0-e457f1e870b64f4d06a9bb0d72e65279',
+    'NodeSetProvisionStatePayload': '1.17-4efa07190b276f52fda09d846b4690a8',
     'NotificationPublisher': '1.0-df364d14575805a6ef50c2120762d2bc',
 }
 

@@ -12,10 +12,13 @@ both released.
 
 from oslo_log import log
 
+from ironic_alloc.common import context as ia_context
 from ironic_alloc.common import exception
+from ironic_alloc.common import notifications
 from ironic_alloc.common import states
 from ironic_alloc.conductor import allocations
 from ironic_alloc.db import api as db_api
+from ironic_alloc.objects import allocation as allocation_obj
 
 LOG = log.getLogger(__name__)
 
@@ -55,10 +58,16 @@ class LeaseExpiry:
                 return released
 
     def _release(self, hold_id):
+        before = _read_for_notification(hold_id)
         hold = self.dbapi.release_expired_hold(
             hold_id, allocations.DEALLOCATION_STATES)
         if hold is None:
             return False
+        if before is not None:
+            allocation_obj.notify(
+                ia_context.get_admin_context(), before, before.kind,
+                'lease_expire', 'success',
+                notifications.CONDUCTOR_SERVICE, node_uuid=hold.node_uuid)
         LOG.info('%(kind)s %(hold)s released (node %(node)s): its lease '
                  'ended at %(end)s (UTC, database clock)',
                  {'kind': hold.kind.capitalize(), 'hold': hold.uuid,
@@ -70,6 +79,20 @@ class LeaseExpiry:
         if hold.node_id is not None:
             self._backend.node_id_changed(hold.node_id)
         return True
+
+
+def _read_for_notification(hold_id):
+    """The hold as its lease-expiry notification reports it, read before
+    the release deletes it; None when that notification is not sent (or
+    the hold is gone already)."""
+    if not notifications.enabled('info'):
+        return None
+    try:
+        # NOTE: by id, a row of either kind.
+        return allocation_obj.Allocation.get_by_id(
+            ia_context.get_admin_context(), hold_id)
+    except exception.AllocationNotFound:
+        return None
 
 
 def check_deploy(node, hold):

@@ -19,14 +19,18 @@ import threading
 import time
 
 import fixtures
+import sqlalchemy as sa
 
 from ironic_alloc.common import metrics
 from ironic_alloc.common import notifications
 from ironic_alloc.common import states
 from ironic_alloc.conf import CONF
+from ironic_alloc.db.sqlalchemy import api as sqla_api
+from ironic_alloc.db.sqlalchemy import models
 from ironic_alloc import objects
 from ironic_alloc.tests import base
 from ironic_alloc.tests.functional.conductor import utils
+from ironic_alloc.tests.functional import test_api_leases
 from ironic_alloc.tests.functional import test_metrics
 
 LOG_DRIVER_LOGGER = 'oslo.messaging.notification'
@@ -60,8 +64,9 @@ class _Collector(logging.Handler):
         return found[0]
 
 
-class _NotifyingTestCase(test_metrics._ServedTestCase):
-    """The served application with notifications on the log driver."""
+class _Notifying:
+    """Notifications on the log driver, collected (a mixin of a served
+    test case)."""
 
     LEVEL = 'info'
     GATE = False
@@ -89,6 +94,10 @@ class _NotifyingTestCase(test_metrics._ServedTestCase):
     def flush(self):
         """Every notification queued so far delivered (or dropped)."""
         notifications.stop()
+
+
+class _NotifyingTestCase(_Notifying, test_metrics._ServedTestCase):
+    """The served application with notifications on the log driver."""
 
     def allocate(self, resource_class='gold'):
         response, body = self.request('POST', '/v1/allocations',
@@ -447,3 +456,58 @@ class TestNodeEvents(_NotifyingTestCase):
         self.assertEqual('power on', data['power_state'])
         self.assertEqual('NodeSetPowerStatePayload',
                          power['payload']['ironic_object.name'])
+
+
+class TestHoldEvents(_Notifying, test_api_leases._LeaseTestCase):
+    """ironic_alloc's events of reservations and of lease expiry."""
+
+    @staticmethod
+    def _row_exists(uuid):
+        table = models.Allocation.__table__
+        with sqla_api.get_engine().connect() as conn:
+            return conn.execute(sa.select(sa.func.count()).select_from(
+                table).where(table.c.uuid == uuid)).scalar() > 0
+
+    def test_reservations_and_lease_expiry(self):
+        self.config(expiry_interval=1, group='reservation')
+        node = utils.make_available_node(self.context, name='r1')
+        instance = '6d1c5e0e-2f4c-4c56-9d55-3cde0f2b0e71'
+        status, doc = self.call('POST', '/v1/reservations', {
+            'instance_uuid': instance, 'node_uuid': [node.uuid], 'ttl': 1})
+        self.assertEqual(201, status, doc)
+        expiring = doc['reservation']['uuid']
+        # NOTE: until the conductor's expiry deleted the row (the API
+        # hides an expired reservation before that).
+        deadline = time.monotonic() + 30
+        while self._row_exists(expiring):
+            self.assertLess(time.monotonic(), deadline)
+            time.sleep(0.2)
+        status, doc = self.call('POST', '/v1/reservations', {
+            'instance_uuid': instance, 'node_uuid': [node.uuid]})
+        self.assertEqual(201, status, doc)
+        deleted = doc['reservation']['uuid']
+        status, doc = self.call('DELETE', '/v1/reservations/%s' % deleted)
+        self.assertEqual(204, status, doc)
+        self.flush()
+
+        self.assertEqual(sorted([
+            'ironic_alloc.reservation.create.success',
+            'ironic_alloc.reservation.lease_expire.success',
+            'ironic_alloc.reservation.create.success',
+            'ironic_alloc.reservation.delete.success']),
+            sorted(self.collector.events()))
+        expired = self.collector.one(
+            'ironic_alloc.reservation.lease_expire.success')
+        self.assertEqual('ironic-conductor.test-host',
+                         expired['publisher_id'])
+        data = expired['payload']['ironic_object.data']
+        self.assertEqual(expiring, data['uuid'])
+        self.assertEqual('reservation', data['kind'])
+        self.assertEqual(instance, data['instance_uuid'])
+        self.assertEqual(node.uuid, data['node_uuid'])
+        self.assertIsNotNone(data['expires_at'])
+        gone = self.collector.one('ironic_alloc.reservation.delete.success')
+        self.assertEqual('ironic-api.test-host', gone['publisher_id'])
+        self.assertEqual(deleted, gone['payload']['ironic_object.data']['uuid'])
+        self.assertEqual(
+            'AllocationHoldPayload', gone['payload']['ironic_object.name'])

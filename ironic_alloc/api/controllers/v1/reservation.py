@@ -30,8 +30,10 @@ from ironic_alloc.api.controllers.v1 import types
 from ironic_alloc.api.controllers.v1 import utils
 from ironic_alloc.api import expose
 from ironic_alloc.common import exception
+from ironic_alloc.common import notifications
 from ironic_alloc.common import states
 from ironic_alloc import objects
+from ironic_alloc.objects import allocation as allocation_obj
 
 LOG = log.getLogger(__name__)
 
@@ -132,6 +134,14 @@ def _conflict(error):
              'debuginfo': None, 'reasons': error.reasons}
     return wsme.api.Response(fault, status_code=409,
                              return_type=types.jsontype)
+
+
+def _notify(reservation, action, node_uuid):
+    """ironic_alloc.reservation.<action>.success: a reservation is
+    written in one transaction, so its change has no start and end."""
+    allocation_obj.notify(api.request.context, reservation, 'reservation',
+                          action, 'success', notifications.API_SERVICE,
+                          node_uuid=node_uuid)
 
 
 def get_reservation(ident, rule=None):
@@ -261,6 +271,7 @@ class ReservationsController(rest.RestController):
                  {'res': reservation.uuid, 'node': node_uuid,
                   'instance': instance, 'until': reservation.expires_at})
         utils.set_location(RESOURCE, reservation.uuid)
+        _notify(reservation, 'create', node_uuid)
         return {'reservation': convert(reservation, node_uuid)}
 
     @expose.expose(types.jsontype, str, body=types.jsontype)
@@ -277,6 +288,7 @@ class ReservationsController(rest.RestController):
                 reservation=reservation_uuid) from None
         LOG.info('Reservation %(res)s renewed until %(until)s',
                  {'res': renewed.uuid, 'until': renewed.expires_at})
+        _notify(renewed, 'update', node_uuid)
         return {'reservation': convert(renewed, node_uuid)}
 
     @expose.expose(None, str, status_code=204)
@@ -285,8 +297,8 @@ class ReservationsController(rest.RestController):
         transaction."""
         context = api.request.context
         with objects.Allocation.one_transaction(context):
-            reservation = get_reservation(reservation_uuid,
-                                          'baremetal:reservation:delete')[0]
+            reservation, node_uuid = get_reservation(
+                reservation_uuid, 'baremetal:reservation:delete')
             try:
                 objects.Allocation.destroy_reservation(
                     context, reservation.id,
@@ -295,3 +307,4 @@ class ReservationsController(rest.RestController):
                 raise exception.ReservationNotFound(
                     reservation=reservation_uuid) from None
         LOG.info('Reservation %s deleted', reservation.uuid)
+        _notify(reservation, 'delete', node_uuid)

@@ -29,7 +29,9 @@ from ironic_alloc.db.sqlalchemy import api as sqla_api
 from ironic_alloc.db.sqlalchemy import models
 from ironic_alloc import objects
 from ironic_alloc.tests import base
+from ironic_alloc.tests.functional.conductor import test_allocations
 from ironic_alloc.tests.functional.conductor import utils
+from ironic_alloc.tests.functional import fixtures as ia_fixtures
 from ironic_alloc.tests.functional import test_api_leases
 from ironic_alloc.tests.functional import test_metrics
 
@@ -511,3 +513,27 @@ class TestHoldEvents(_Notifying, test_api_leases._LeaseTestCase):
         self.assertEqual(deleted, gone['payload']['ironic_object.data']['uuid'])
         self.assertEqual(
             'AllocationHoldPayload', gone['payload']['ironic_object.name'])
+
+
+class TestTakeOverEvent(_Notifying, base.DbTestCase):
+
+    def test_take_over(self):
+        self.useFixture(ia_fixtures.ConductorFixture(
+            host='taker', heartbeat_interval=1, heartbeat_timeout=3,
+            check_allocations_interval=1))
+        utils.make_available_node(self.context, resource_class='gold')
+        dead = objects.Conductor.register(self.context, 'dead-host', '')
+        allocation = utils.make_allocation(self.context, dead.id)
+        test_allocations._age_heartbeat(dead.id, 3600)
+        result = utils.wait_for_allocations(self.context, [allocation.id],
+                                            timeout=20)[allocation.id]
+        self.assertEqual(states.ALLOCATION_ACTIVE, result.state)
+        self.flush()
+        self.assertEqual(sorted(['ironic_alloc.allocation.takeover.success',
+                                 'ironic_alloc.allocation.process.success']),
+                         sorted(self.collector.events()))
+        taken = self.collector.one('ironic_alloc.allocation.takeover.success')
+        self.assertEqual('ironic-conductor.test-host', taken['publisher_id'])
+        data = taken['payload']['ironic_object.data']
+        self.assertEqual(allocation.uuid, data['uuid'])
+        self.assertEqual(states.ALLOCATING, data['state'])

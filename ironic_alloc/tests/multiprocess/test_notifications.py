@@ -9,7 +9,9 @@ with the right payload; with the broker stopped, the API keeps answering
 as it does without notifications.
 """
 
+import subprocess
 import threading
+import urllib.parse
 
 from oslo_config import cfg
 import oslo_messaging
@@ -51,7 +53,19 @@ class _Endpoint:
 class TestNotificationsFromRabbitMQ(
         test_fault_tolerance.MultiProcessTestCase):
 
+    def _delete_queues(self, topic):
+        vhost = urllib.parse.urlparse(mp.transport_url()).path.lstrip('/')
+        for priority in ('info', 'error'):
+            try:
+                mp.Broker._ctl('delete_queue', '-p', vhost or '/',
+                               '%s.%s' % (topic, priority))
+            except subprocess.CalledProcessError as exc:
+                mp.log('queue %s.%s not deleted: %s', topic, priority,
+                       exc.stderr)
+
     def _listen(self, topic):
+        # NOTE: the topic's queues are this test's: gone after it.
+        self.addCleanup(self._delete_queues, topic)
         conf = cfg.ConfigOpts()
         conf([])
         transport = oslo_messaging.get_notification_transport(

@@ -144,6 +144,12 @@ class HTTPForbidden(NotAuthorized):
     _msg_fmt = 'Access was denied to the following resource: %(resource)s'
 
 
+class ProjectLimitExceeded(NotAuthorized):
+    _msg_fmt = ('Project %(project)s has reached its limit %(resource)s: '
+                '%(usage)s of %(limit)s holds (allocations and reservations) '
+                'are in use, so no new one can be created.')
+
+
 class NotFound(IronicAllocException):
     _msg_fmt = 'Resource could not be found.'
     code = http_client.NOT_FOUND
@@ -324,6 +330,11 @@ class AllocationBackendFailed(TemporaryFailure):
     """The allocation backend could not be used; the allocation fails with
     this text as its last_error."""
     _msg_fmt = '%(reason)s'
+
+
+class LimitsUnavailable(TemporaryFailure):
+    _msg_fmt = ('The limits of project %(project)s could not be read from '
+                'Keystone. The request may be retried.')
 
 
 class PlacementUnavailable(TemporaryFailure):

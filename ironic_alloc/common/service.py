@@ -8,6 +8,7 @@ from oslo_config import cfg
 from oslo_log import log
 from oslo_service import systemd
 
+from ironic_alloc.common import limits
 from ironic_alloc.common import notifications
 from ironic_alloc.common import rpc
 from ironic_alloc.conf import CONF
@@ -30,6 +31,7 @@ def prepare_service(argv=None, default_config_files=None):
     log.setup(CONF, 'ironic-alloc')
     check_release_pin()
     notifications.check_config()
+    limits.check_config()
     objects.register_all()
 
 

@@ -7,6 +7,7 @@ from ironic_alloc.conf import api
 from ironic_alloc.conf import conductor
 from ironic_alloc.conf import database
 from ironic_alloc.conf import default
+from ironic_alloc.conf import limits
 from ironic_alloc.conf import metrics
 from ironic_alloc.conf import notification
 from ironic_alloc.conf import placement
@@ -20,6 +21,7 @@ api.register_opts(CONF)
 conductor.register_opts(CONF)
 database.register_opts(CONF)
 default.register_opts(CONF)
+limits.register_opts(CONF)
 metrics.register_opts(CONF)
 notification.register_opts(CONF)
 placement.register_opts(CONF)

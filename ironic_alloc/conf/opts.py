@@ -10,6 +10,7 @@ from ironic_alloc.conf import api
 from ironic_alloc.conf import conductor
 from ironic_alloc.conf import database
 from ironic_alloc.conf import default
+from ironic_alloc.conf import limits
 from ironic_alloc.conf import metrics
 from ironic_alloc.conf import notification
 from ironic_alloc.conf import placement
@@ -22,6 +23,7 @@ _opts = [
     ('api', api.api_opts),
     ('conductor', conductor.conductor_opts),
     ('database', database.sqlite_opts),
+    (limits.GROUP, limits.limits_opts),
     (metrics.GROUP, metrics.metrics_opts),
     (placement.GROUP, placement.list_opts()),
     (reservation.GROUP, reservation.reservation_opts),

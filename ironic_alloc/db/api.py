@@ -167,15 +167,20 @@ class Connection(metaclass=abc.ABCMeta):
     # Allocations
 
     @abc.abstractmethod
-    def create_allocation(self, values):
+    def create_allocation(self, values, limits=None):
         """Create an allocation (normally state allocating).
 
+        :param limits: common.limits.ProjectLimits of the allocation's
+            owner, or None: the owner's holds are counted under its lock,
+            in the transaction of the insert, and one more must fit.
         :raises: AllocationAlreadyExists, AllocationDuplicateName,
-            InstanceAssociated when the uuid is a node's instance_uuid.
+            InstanceAssociated when the uuid is a node's instance_uuid,
+            ProjectLimitExceeded (nothing is written).
         """
 
     @abc.abstractmethod
-    def backfill_allocation(self, values, node_id, node_uuid, node_states):
+    def backfill_allocation(self, values, node_id, node_uuid, node_states,
+                            limits=None):
         """Create an active allocation for an already deployed node.
 
         One transaction: the node must still be in ``node_states``, have no
@@ -184,6 +189,7 @@ class Connection(metaclass=abc.ABCMeta):
         when it fails.
 
         :param node_uuid: the node's UUID, for the errors.
+        :param limits: as for create_allocation.
         :raises: NodeLocked (409) while a conductor holds the node,
             NodeChanged (409) when it changed since the caller read it, and
             the create_allocation errors.
@@ -248,7 +254,8 @@ class Connection(metaclass=abc.ABCMeta):
     # Reservations (allocation rows of kind 'reservation', extension 1.2)
 
     @abc.abstractmethod
-    def create_reservation(self, values, node_uuids, ttl, project=None):
+    def create_reservation(self, values, node_uuids, ttl, project=None,
+                           limits=None):
         """Reserve the first node of ``node_uuids``, in their order, that
         can be reserved.
 
@@ -264,11 +271,21 @@ class Connection(metaclass=abc.ABCMeta):
         :param ttl: seconds of the lease from the database's clock.
         :param project: the project of a project-scoped caller, who may
             reserve only nodes it owns or leases (others are "not found").
+        :param limits: ProjectLimits of the owner, or None: counted as for
+            create_allocation, the reservation's class being its node's;
+            a node whose class is at its limit is not tried.
         :returns: the new row, with ``node_uuid``.
         :raises: NoNodeReservable with the reason of every node,
             InstanceAssociated when another node has the instance,
-            AllocationAlreadyExists for a taken uuid.
+            AllocationAlreadyExists for a taken uuid,
+            ProjectLimitExceeded when every node that could be reserved
+            is of a class at its limit, or the total is reached.
         """
+
+    @abc.abstractmethod
+    def count_project_holds(self, project):
+        """{resource class: holds} of ``project`` (allocations in any
+        state and reservations, a reservation of its node's class)."""
 
     @abc.abstractmethod
     def get_reservation_by_uuid(self, reservation_uuid):

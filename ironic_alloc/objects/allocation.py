@@ -120,16 +120,18 @@ class Allocation(base.IronicAllocObject):
         return cls.dbapi.explain_allocation(criteria, examples=examples,
                                             project=project)
 
-    def create(self, context=None):
+    def create(self, context=None, limits=None):
         """Insert an allocating allocation.
 
+        :param limits: common.limits.ProjectLimits of its owner, or None.
         :raises: AllocationAlreadyExists, AllocationDuplicateName,
-            InstanceAssociated.
+            InstanceAssociated, ProjectLimitExceeded.
         """
-        db_allocation = self.dbapi.create_allocation(self.obj_get_changes())
+        db_allocation = self.dbapi.create_allocation(self.obj_get_changes(),
+                                                     limits=limits)
         self._from_db_object(context or self._context, self, db_allocation)
 
-    def backfill(self, node, node_states, context=None):
+    def backfill(self, node, node_states, context=None, limits=None):
         """Insert an active allocation bound to the deployed ``node``.
 
         :param node: the Node (its id and UUID are used).
@@ -137,7 +139,8 @@ class Allocation(base.IronicAllocObject):
             NodeChanged and the create() errors.
         """
         db_allocation = self.dbapi.backfill_allocation(
-            self.obj_get_changes(), node.id, node.uuid, node_states)
+            self.obj_get_changes(), node.id, node.uuid, node_states,
+            limits=limits)
         self._from_db_object(context or self._context, self, db_allocation)
 
     def save(self, context=None):
@@ -177,14 +180,16 @@ class Allocation(base.IronicAllocObject):
         return cls._from_db_object(context, cls(), row), row.node_uuid
 
     @classmethod
-    def reserve(cls, context, values, node_uuids, ttl, project=None):
+    def reserve(cls, context, values, node_uuids, ttl, project=None,
+                limits=None):
         """Reserve the first node of ``node_uuids`` that can be.
 
+        :param limits: common.limits.ProjectLimits of the owner, or None.
         :raises: NoNodeReservable, InstanceAssociated,
-            AllocationAlreadyExists.
+            AllocationAlreadyExists, ProjectLimitExceeded.
         """
         return cls._with_node_uuid(context, cls.dbapi.create_reservation(
-            values, node_uuids, ttl, project=project))
+            values, node_uuids, ttl, project=project, limits=limits))
 
     @classmethod
     def get_reservation(cls, context, uuid):

@@ -40,6 +40,12 @@ rules = [
     _rule('baremetal:allocation:create_restricted', 'rule:system_member',
           'Create an allocation for another owner than the caller\'s '
           'project (403 without it).', [('POST', '/allocations')]),
+    _rule('baremetal:allocation:limit_exempt',
+          'role:admin or system_scope:all',
+          'Create allocations and reservations past the per-project '
+          'limits of [limits] (administrators and system scoped callers '
+          'by default); other callers get a 403 naming the limit reached.',
+          [('POST', '/allocations'), ('POST', '/reservations')]),
     _rule('baremetal:allocation:explain',
           'rule:system_reader or rule:project_reader',
           'Explain a new allocation (POST /v1/allocations/explain, '

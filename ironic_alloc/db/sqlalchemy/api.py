@@ -745,11 +745,13 @@ class Connection(api.Connection):
     # Allocations
 
     @retry_on_conflict
-    def create_allocation(self, values):
+    def create_allocation(self, values, limits=None):
         values = _naive_lease_end(values)
         values.setdefault('uuid', uuidutils.generate_uuid())
         values.setdefault('state', states.ALLOCATING)
         with _connection_for_write() as conn:
+            if limits:
+                _check_project_limits(conn, limits, values['resource_class'])
             allocation = self._insert_allocation(conn, values)
         # NOTE: answered from the committed transaction, with no second
         # query that could fail after the commit (the API must not turn a
@@ -783,11 +785,15 @@ class Connection(api.Connection):
         return types.SimpleNamespace(**row)
 
     @retry_on_conflict
-    def backfill_allocation(self, values, node_id, node_uuid, node_states):
+    def backfill_allocation(self, values, node_id, node_uuid, node_states,
+                            limits=None):
         values = dict(_naive_lease_end(values),
                       state=states.ALLOCATION_ACTIVE, node_id=node_id)
         values.setdefault('uuid', uuidutils.generate_uuid())
         with _connection_for_write() as conn:
+            if limits:
+                _check_project_limits(conn, limits,
+                                      values.get('resource_class'))
             allocation = self._insert_allocation(conn, values,
                                                  backfilled_node=node_uuid)
             count = conn.execute(stmts.BACKFILL_NODE, {
@@ -952,13 +958,18 @@ class Connection(api.Connection):
                 stmts.NODES.c.id == node_id).values(**values))
         return self.get_node_by_id(node_id)
 
+    def count_project_holds(self, project):
+        with _connection_for_read() as conn:
+            return _count_holds(conn, project)
+
     # Reservations
 
-    def create_reservation(self, values, node_uuids, ttl, project=None):
+    def create_reservation(self, values, node_uuids, ttl, project=None,
+                           limits=None):
         values = dict(values, kind=states.RESERVATION_KIND,
                       state=states.ALLOCATION_ACTIVE)
         values.setdefault('uuid', uuidutils.generate_uuid())
-        row = self._reserve_first(values, node_uuids, ttl, project)
+        row = self._reserve_first(values, node_uuids, ttl, project, limits)
         if row is not None:
             return row
         # NOTE: read again: the nodes tried were taken meanwhile, and
@@ -971,7 +982,7 @@ class Connection(api.Connection):
             default='reserved by a concurrent request'))
 
     @retry_on_conflict
-    def _reserve_first(self, values, node_uuids, ttl, project):
+    def _reserve_first(self, values, node_uuids, ttl, project, limits=None):
         """create_reservation() in one transaction: the database's time,
         the instance's and the nodes' state, then the row and the guarded
         node write for each node that could be reserved when read, in the
@@ -981,13 +992,18 @@ class Connection(api.Connection):
             that could be reserved was taken between the read and the
             write (nothing is written then).
         :raises: NoNodeReservable when no node could be reserved when
-            read, InstanceAssociated, AllocationAlreadyExists.
+            read, InstanceAssociated, AllocationAlreadyExists,
+            ProjectLimitExceeded when the limits leave none of them.
         """
         params = {'instance_uuid': values['instance_uuid']}
         if project:
             params['c_visible_project'] = project
         try:
             with _connection_for_write() as conn:
+                # NOTE: the project's lock first, before any read of the
+                # transaction (see _check_project_limits).
+                usage = (_lock_and_count(conn, limits.project)
+                         if limits else None)
                 now, holder = conn.execute(
                     _TIME_AND_INSTANCE_HOLDER,
                     {'instance_uuid': values['instance_uuid']}).one()
@@ -1006,6 +1022,8 @@ class Connection(api.Connection):
                 if not tried:
                     raise exception.NoNodeReservable(_reservation_reasons(
                         node_uuids, nodes, project))
+                if usage is not None:
+                    tried = _within_limits(limits, usage, tried, nodes)
                 values = dict(values, node_id=tried[0],
                               expires_at=lease_time.end_after(
                                   _as_datetime(now), ttl))
@@ -1463,6 +1481,49 @@ def _purge_batch(table, rule, batch_size):
         result = conn.execute(table.delete().where(table.c.id.in_(ids),
                                                    rule))
         return len(ids), result.rowcount
+
+
+def _count_holds(conn, project):
+    return {rc: count for rc, count in conn.execute(
+        stmts.PROJECT_HOLDS, {'project': project})}
+
+
+def _lock_and_count(conn, project):
+    """Lock ``project`` and count its holds by class (see
+    _check_project_limits)."""
+    stmts.lock_project(conn, project)
+    return _count_holds(conn, project)
+
+
+def _check_project_limits(conn, limits, resource_class):
+    """Refuse one more hold of ``resource_class`` past ``limits``.
+
+    It runs first in the transaction that inserts the hold: the lock on
+    the project's row makes another request of the project wait until
+    this transaction ends, and the count, read after the lock, sees every
+    hold committed before it (on MySQL, too, whose repeatable reads see
+    the data as of the first read of the transaction).
+
+    :raises: ProjectLimitExceeded.
+    """
+    refusal = limits.refusal(_lock_and_count(conn, limits.project),
+                             resource_class)
+    if refusal is not None:
+        raise refusal
+
+
+def _within_limits(limits, usage, node_ids, nodes):
+    """The nodes of ``node_ids`` whose class has room for one more hold.
+
+    :raises: ProjectLimitExceeded naming the limit of the first node when
+        none has room.
+    """
+    classes = {node.id: node.resource_class for node in nodes}
+    kept = [node_id for node_id in node_ids
+            if limits.refusal(usage, classes[node_id]) is None]
+    if not kept:
+        raise limits.refusal(usage, classes[node_ids[0]])
+    return kept
 
 
 def _delete_hold(conn, hold, node_states):

@@ -262,3 +262,17 @@ class Allocation(Base):
     # NOTE: the end of the hold's lease (UTC, compared with the database
     # clock); NULL means no expiry, Ironic's behaviour.
     expires_at = sa.Column(sa.DateTime, nullable=True)
+
+
+class ProjectLock(Base):
+    """One row per project that ever created a hold under a limit.
+
+    Creating a hold locks its owner's row first (an upsert, which locks
+    the row on PostgreSQL and MySQL; SQLite serializes writers anyway),
+    so that the count of the project's holds and the insert of the new
+    one are not interleaved with another request of the same project.
+    """
+
+    __tablename__ = 'project_locks'
+    __table_args__ = (table_args(),)
+    project_id = sa.Column(sa.String(255), primary_key=True)

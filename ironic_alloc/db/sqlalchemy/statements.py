@@ -16,6 +16,9 @@ picking rule of ``common/picking.py``, turned into SQL.
 import collections
 
 import sqlalchemy as sa
+from sqlalchemy.dialects import mysql
+from sqlalchemy.dialects import postgresql
+from sqlalchemy.dialects import sqlite
 
 from ironic_alloc.common import matching
 from ironic_alloc.common import picking
@@ -25,6 +28,7 @@ from ironic_alloc.db.sqlalchemy import models
 ALLOCATIONS = models.Allocation.__table__
 NODES = models.Node.__table__
 NODE_TRAITS = models.NodeTrait.__table__
+PROJECT_LOCKS = models.ProjectLock.__table__
 
 
 def _bind(name, column):
@@ -81,6 +85,39 @@ ALLOCATION_WITH_NODE_UUID_BY = {
 }
 
 INSERT_ALLOCATION = ALLOCATIONS.insert()
+
+# Per-project limits: the project's row is written (inserted the first
+# time) to lock it.  An upsert that updates the row it finds locks that
+# row on PostgreSQL and MySQL until the transaction ends, in one statement
+# and without an error to recover from when two requests insert it at
+# once; SQLite's writers are serialized anyway.
+_LOCK_PROJECT = {
+    'postgresql': postgresql.insert(PROJECT_LOCKS).on_conflict_do_update(
+        index_elements=[PROJECT_LOCKS.c.project_id],
+        set_={'project_id': PROJECT_LOCKS.c.project_id}),
+    'mysql': mysql.insert(PROJECT_LOCKS).on_duplicate_key_update(
+        project_id=PROJECT_LOCKS.c.project_id),
+    'sqlite': sqlite.insert(PROJECT_LOCKS).on_conflict_do_update(
+        index_elements=[PROJECT_LOCKS.c.project_id],
+        set_={'project_id': PROJECT_LOCKS.c.project_id}),
+}
+_LOCK_PROJECT['mariadb'] = _LOCK_PROJECT['mysql']
+
+
+def lock_project(conn, project):
+    """Lock ``project``'s row of project_locks for the transaction."""
+    conn.execute(_LOCK_PROJECT[conn.dialect.name], {'project_id': project})
+
+
+# The holds of a project by resource class: allocations in any state
+# and reservations, whose class is their node's.
+_HOLD_CLASS = sa.func.coalesce(ALLOCATIONS.c.resource_class,
+                               NODES.c.resource_class)
+PROJECT_HOLDS = sa.select(_HOLD_CLASS, sa.func.count()).select_from(
+    ALLOCATIONS.outerjoin(NODES, NODES.c.id == ALLOCATIONS.c.node_id),
+).where(
+    ALLOCATIONS.c.owner == sa.bindparam('project'),
+).group_by(_HOLD_CLASS)
 
 # The node an instance UUID is already bound to ("instance_uuid").
 NODE_UUID_BY_INSTANCE = sa.select(NODES.c.uuid).where(
@@ -577,7 +614,8 @@ def reservation_list(filters):
 NODES_FOR_RESERVATION = sa.select(
     NODES.c.id, NODES.c.uuid, NODES.c.owner, NODES.c.lessee,
     NODES.c.reservation,
-    *[NODES.c[field] for field in sorted({c.field for c in picking.PICKABLE})],
+    *[NODES.c[field] for field in sorted(
+        {c.field for c in picking.PICKABLE} | {'resource_class'})],
     ALLOCATIONS.c.kind.label('holder_kind'),
 ).select_from(NODES.outerjoin(
     ALLOCATIONS, ALLOCATIONS.c.id == NODES.c.allocation_id)).where(

@@ -12,6 +12,7 @@ from oslo_utils import strutils
 
 from ironic_alloc import api
 from ironic_alloc.common import exception
+from ironic_alloc.common import limits
 from ironic_alloc.common import policy
 
 MASK = '******'
@@ -44,6 +45,18 @@ def caller_allowed(rule):
 def project_caller():
     """The caller's project when it acts as a project, else None."""
     return policy.project_of(_context())
+
+
+def hold_limits(owner):
+    """The limits on the holds of ``owner`` that apply to this caller:
+    None for a caller baremetal:allocation:limit_exempt allows, or when
+    nothing limits ``owner``.
+
+    :raises: LimitsUnavailable (503) when Keystone cannot be read.
+    """
+    if owner is None or caller_allowed('baremetal:allocation:limit_exempt'):
+        return None
+    return limits.for_project(owner)
 
 
 def check_node_visible(node, ident):

@@ -618,8 +618,10 @@ class AllocationsController(rest.RestController):
             new = objects.Allocation(context, **values)
             # NOTE: 409 at once while a conductor holds the node, as for
             # every node change of this API (no wait for the lock).
+            hold_limits = access.hold_limits(values['owner'])
             with notifying(new, 'create', node_uuid=node.uuid):
-                new.backfill(node, states.BACKFILL_STATES)
+                new.backfill(node, states.BACKFILL_STATES,
+                             limits=hold_limits)
             LOG.info('Allocation %(alloc)s backfilled for node %(node)s',
                      {'alloc': new.uuid, 'node': node.uuid})
             utils.set_location('allocations', new.uuid)
@@ -629,6 +631,7 @@ class AllocationsController(rest.RestController):
             raise exception.Invalid('The resource_class field is mandatory '
                                     'when not backfilling')
         values['uuid'] = values['uuid'] or uuidutils.generate_uuid()
+        hold_limits = access.hold_limits(values['owner'])
         # NOTE: 503 only here, before anything is written.  A conductor
         # seen alive a moment ago will do: should it be gone, the live ones
         # take its allocations over.
@@ -637,7 +640,7 @@ class AllocationsController(rest.RestController):
         new = objects.Allocation(context, state=states.ALLOCATING,
                                  conductor_affinity=conductor.id, **values)
         with notifying(new, 'create') as notified:
-            new.create()
+            new.create(limits=hold_limits)
             LOG.info('Allocation %(alloc)s created for conductor %(host)s',
                      {'alloc': new.uuid, 'host': conductor.hostname})
             utils.set_location('allocations', new.uuid)

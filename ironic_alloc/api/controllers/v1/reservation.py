@@ -255,7 +255,7 @@ class ReservationsController(rest.RestController):
         try:
             reservation, node_uuid = objects.Allocation.reserve(
                 api.request.context, values, node_uuids, ttl,
-                project=project)
+                project=project, limits=access.hold_limits(project))
         except exception.NoNodeReservable as error:
             LOG.info('Reservation for instance %(instance)s refused: '
                      '%(error)s', {'instance': instance, 'error': error})

@@ -345,6 +345,17 @@ class MigrationCheckersMixin:
             conn.execute(sa.text('DELETE FROM chassis'))
             conn.execute(sa.text('DELETE FROM nodes'))
 
+    def _check_f1d3a9c6b274(self, engine, data):
+        self.assertEqual({'project_id', 'created_at', 'updated_at'},
+                         self._columns(engine, 'project_locks'))
+        locks = sa.table('project_locks', sa.column('project_id'))
+        self._insert(engine, locks, {'project_id': 'p1'})
+        # One row per project: the row a hold's insert locks.
+        self.assertRaises(db_exc.DBDuplicateEntry, self._insert, engine,
+                          locks, {'project_id': 'p1'})
+        with engine.begin() as conn:
+            conn.execute(sa.text('DELETE FROM project_locks'))
+
     def _insert(self, engine, table, values):
         with engine.begin() as conn:
             conn.execute(table.insert().values(**values))

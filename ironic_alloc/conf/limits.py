@@ -1,6 +1,7 @@
 """[limits]: per-project limits on holds (allocations and reservations),
 and the [oslo_limit] options of Keystone unified limits."""
 
+from keystoneauth1 import loading as ks_loading
 from oslo_config import cfg
 from oslo_config import types
 from oslo_limit import opts as oslo_limit_opts
@@ -63,3 +64,7 @@ def register_opts(conf):
     conf.register_group(opt_group)
     conf.register_opts(limits_opts, group=opt_group)
     oslo_limit_opts.register_opts(conf)
+    # NOTE: oslo.limit registers its authentication options on the global
+    # configuration whatever ``conf`` is; the start-up check reads them
+    # from ``conf``.
+    ks_loading.register_auth_conf_options(conf, 'oslo_limit')

@@ -416,3 +416,46 @@ for _row in MATRIX:
     _GROUPS.setdefault(_group(_row[0], _row[1]), []).append(_row)
 for _name, _rows in _GROUPS.items():
     setattr(PolicyMatrixTestCase, 'test_' + _name, _make_test(_rows))
+
+
+# With a limit of zero holds per project ([limits]driver = config), who
+# still creates: the callers baremetal:allocation:limit_exempt allows
+# (administrators and system scoped callers by default).  "lim" is a 403
+# naming the limit; "403" one naming a policy rule.
+LIMITS_MATRIX = [
+    ('allocation_create', 'POST', '/v1/allocations', NEW_ALLOC,
+     '201 201 403  201 lim 403  201 lim 403  201 lim 403'),
+    ('reservation_create', 'POST', '/v1/reservations',
+     {'instance_uuid': '{instance}', 'node_uuid': ['{node}']},
+     '201 201 403  201 lim 403  201 lim 403  409 409 403'),
+]
+
+
+class PolicyLimitsMatrixTestCase(PolicyAppTestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.config(driver='config', project_holds=0, group='limits')
+
+    def test_limit_exempt(self):
+        mismatches = []
+        for name, method, path, body, row in LIMITS_MATRIX:
+            cells = row.split()
+            self.assertEqual(len(ORDER), len(cells), row)
+            for persona, expected in zip(ORDER, cells):
+                world = self.make_world()
+                response = self.request(persona, method, _fill(path, world),
+                                        _fill(body, world))
+                status = response.status_int
+                if status == 403:
+                    fault = json.loads(json.loads(response.text)[
+                        'error_message'])['faultstring']
+                    got = ('lim' if 'has reached its limit baremetal_holds'
+                           in fault else '403')
+                else:
+                    got = str(status)
+                if got != expected:
+                    mismatches.append('%s as %s: expected %s, got %s %s' % (
+                        name, persona, expected, got, response.text[:300]))
+        if mismatches:
+            self.fail('\n'.join(mismatches))

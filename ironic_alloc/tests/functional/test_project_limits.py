@@ -12,6 +12,9 @@ limit of five.
 
 import http.client
 import json
+import os
+import subprocess
+import sys
 import threading
 
 import fixtures
@@ -285,3 +288,39 @@ class TestLimitRace(_LimitsTestCase):
 
         statuses = self._race(post)
         self._check(statuses, 'baremetal_holds:gold')
+
+
+class TestBadConfiguration(base.TestCase):
+    """Malformed limits stop the services before they serve anything,
+    with one line naming the option."""
+
+    def run_service(self, module, conf_text):
+        workdir = self.useFixture(fixtures.TempDir()).path
+        conf = os.path.join(workdir, 'service.conf')
+        with open(conf, 'w') as f:
+            f.write('[DEFAULT]\ntransport_url = fake://\n'
+                    '[database]\nconnection = sqlite:///%s\n%s'
+                    % (os.path.join(workdir, 'ia.sqlite'), conf_text))
+        return subprocess.run(
+            [sys.executable, '-m', module, '--config-file', conf],
+            capture_output=True, text=True, timeout=120)
+
+    def test_malformed_limits_stop_start_up(self):
+        cases = [
+            ('[limits]\ndriver = config\n'
+             'project_holds_per_resource_class = gold:lots\n',
+             'Invalid [limits]project_holds_per_resource_class: '),
+            ('[limits]\ndriver = keystone\n',
+             'Invalid [limits]driver keystone: [oslo_limit] names no '
+             'endpoint'),
+        ]
+        for module in ('ironic_alloc.cmd.api', 'ironic_alloc.cmd.conductor'):
+            for conf_text, message in cases:
+                result = self.run_service(module, conf_text)
+                self.assertEqual(1, result.returncode, result.stderr)
+                # NOTE: libraries may warn on stderr before it (deprecation
+                # warnings); the service's own word is its last line, with
+                # no traceback.
+                self.assertNotIn('Traceback', result.stderr)
+                last = result.stderr.strip().splitlines()[-1]
+                self.assertTrue(last.startswith(message), result.stderr)

@@ -50,6 +50,10 @@ def _start():
     service = client_fixtures.Service(extra_config={
         'DEFAULT': {'auth_strategy': 'keystone'},
         'keystone_authtoken': _Shared.identities.authtoken_config(),
+        # NOTE: limits are read for every hold (no cache), so a test sees
+        # the limits it just set; no other test sets any.
+        'limits': {'driver': 'keystone', 'cache_time': '0'},
+        'oslo_limit': _Shared.identities.oslo_limit_config(),
     })
     _Shared.service = service
     service.start()

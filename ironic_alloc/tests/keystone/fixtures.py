@@ -287,6 +287,19 @@ class Identities:
         self._put('/projects/%s/users/%s/roles/%s'
                   % (self.service_project_id, service_user,
                      self.role_ids['service']))
+        # NOTE: oslo.limit reads every project's limits and the service's
+        # endpoint, which Keystone shows to system readers.
+        self._put('/system/users/%s/roles/%s'
+                  % (service_user, self.role_ids['reader']))
+        # The service and endpoint the limits of the service under test
+        # are registered for ([oslo_limit]endpoint_id).
+        self.limits_service_id = self._create('services', 'service', {
+            'type': 'ironic-alloc-limits', 'name': 'ironic-alloc-limits'})[
+                'id']
+        self.limits_endpoint_id = self._create('endpoints', 'endpoint', {
+            'service_id': self.limits_service_id, 'interface': 'public',
+            'url': 'http://127.0.0.1/ironic-alloc-limits',
+            'region_id': REGION})['id']
         self._users = {}
         self._tokens = {}
         self._catalog = {}
@@ -396,6 +409,35 @@ class Identities:
         name, password = self.user(role, 'project', project)
         return self.keystone.issue_expiring(name, password,
                                             self.project_ids[project])
+
+    def registered_limit(self, resource_name, default_limit):
+        """Register a default limit of the service under test, as an
+        operator does with ``openstack registered limit create``."""
+        self._request('POST', '/registered_limits', {'registered_limits': [{
+            'service_id': self.limits_service_id, 'region_id': REGION,
+            'resource_name': resource_name,
+            'default_limit': default_limit}]})
+
+    def project_limit(self, project, resource_name, resource_limit):
+        """Set the limit of ``project`` (one of PROJECTS), as
+        ``openstack limit create --project`` does."""
+        self._request('POST', '/limits', {'limits': [{
+            'service_id': self.limits_service_id, 'region_id': REGION,
+            'project_id': self.project_ids[project],
+            'resource_name': resource_name,
+            'resource_limit': resource_limit}]})
+
+    def oslo_limit_config(self):
+        """The [oslo_limit] section of the service under test."""
+        return {
+            'endpoint_id': self.limits_endpoint_id,
+            'auth_type': 'password',
+            'auth_url': self.keystone.url,
+            'username': SERVICE_USER,
+            'password': self.service_password,
+            'user_domain_name': DOMAIN,
+            'system_scope': 'all',
+        }
 
     def authtoken_config(self):
         """The [keystone_authtoken] section of the service under test."""

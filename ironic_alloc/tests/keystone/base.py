@@ -25,6 +25,8 @@ from ironic_alloc.tests.keystone import fixtures as ks_fixtures
 
 TEST_TIMEOUT = 180
 HTTP_TIMEOUT = 60
+# [limits]cache_time of the service under test, in seconds.
+LIMITS_CACHE_TIME = 1
 
 
 class _Shared:
@@ -50,9 +52,12 @@ def _start():
     service = client_fixtures.Service(extra_config={
         'DEFAULT': {'auth_strategy': 'keystone'},
         'keystone_authtoken': _Shared.identities.authtoken_config(),
-        # NOTE: limits are read for every hold (no cache), so a test sees
-        # the limits it just set; no other test sets any.
-        'limits': {'driver': 'keystone', 'cache_time': '0'},
+        # NOTE: every project member's hold reads the limits (none are
+        # set but by test_limits); a short cache keeps most of those reads
+        # from costing a Keystone round trip, and test_limits waits it
+        # out after setting limits.
+        'limits': {'driver': 'keystone',
+                   'cache_time': str(LIMITS_CACHE_TIME)},
         'oslo_limit': _Shared.identities.oslo_limit_config(),
     })
     _Shared.service = service

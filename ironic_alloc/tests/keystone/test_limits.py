@@ -8,6 +8,7 @@ count: a limit is on holds in any state, so no node is needed.
 """
 
 import json
+import time
 import uuid
 
 from ironic_alloc.tests.keystone import base
@@ -35,6 +36,9 @@ class TestKeystoneLimits(base.KeystoneTestCase):
         resource = 'baremetal_holds:' + resource_class
         self.identities.registered_limit(resource, 1)
         self.identities.project_limit('other', resource, 2)
+        # Limits the service read before these were set are forgotten
+        # after [limits]cache_time.
+        time.sleep(base.LIMITS_CACHE_TIME + 0.5)
 
         owner = self.identities.token('member', 'project', 'owner')
         self.assertStatus(201, self.allocate(owner, resource_class))

@@ -139,6 +139,13 @@ class _KeystoneLimits:
                         'read from Keystone: %(error)s',
                         {'project': project, 'error': exc})
             raise exception.LimitsUnavailable(project=project)
+        except ValueError as exc:
+            # NOTE: how oslo.limit reports an endpoint, service or region
+            # of [oslo_limit] that Keystone does not know.
+            LOG.error('The limits of project %(project)s could not be '
+                      'read: [oslo_limit] names no endpoint Keystone '
+                      'knows: %(error)s', {'project': project, 'error': exc})
+            raise exception.LimitsUnavailable(project=project)
         if cache_time > 0:
             with self._lock:
                 self._cache[project] = (now + cache_time, limits)

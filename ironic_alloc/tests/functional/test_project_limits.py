@@ -22,7 +22,9 @@ from oslo_utils import uuidutils
 import sqlalchemy as sa
 
 from ironic_alloc.api.controllers.v1 import versions
+from ironic_alloc.common import limits
 from ironic_alloc.common import policy
+from ironic_alloc.db import api as db_api
 from ironic_alloc.db.sqlalchemy import api as sqla_api
 from ironic_alloc.db.sqlalchemy import models
 from ironic_alloc.tests import base
@@ -155,6 +157,16 @@ class TestConfiguredLimits(_LimitsTestCase):
         status, doc = self.reserve('owner_member', [gold])
         self.assertLimited(status, doc, 'baremetal_holds:gold', 1, 1)
         self.assertEqual(3, self.holds())
+        # The usage oslo.limit would be given: the reservation counts in
+        # its node's class.
+        self.assertEqual({'gold': 1, 'silver': 2},
+                         db_api.get_instance().count_project_holds(OWNER))
+        self.assertEqual(
+            {'baremetal_holds': 3, 'baremetal_holds:silver': 2,
+             'baremetal_holds:bronze': 0},
+            limits._count_holds(OWNER, ['baremetal_holds',
+                                        'baremetal_holds:silver',
+                                        'baremetal_holds:bronze']))
 
     def test_class_and_total_together(self):
         self.config(project_holds=2, group='limits')

@@ -119,6 +119,14 @@ class KeystoneLimitsTestCase(base.TestCase):
         self.assertEqual(503, error.code)
         self.assertNotIn('refused', str(error))
 
+    def test_unknown_endpoint_is_a_503(self):
+        # oslo.limit's error for an [oslo_limit]endpoint_id Keystone does
+        # not have.
+        _FakeEnforcer.failure = ValueError("Can't find endpoint for x")
+        error = self.assertRaises(exception.LimitsUnavailable,
+                                  limits.for_project, 'p')
+        self.assertEqual(503, error.code)
+
 
 class CheckConfigTestCase(base.TestCase):
 

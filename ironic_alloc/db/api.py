@@ -61,7 +61,8 @@ class Connection(metaclass=abc.ABCMeta):
             lessee, project (owner or lessee), conductor_group, driver,
             reserved (bool), reserved_by_any_of (list), fault,
             retired (bool), description_contains, uuid_in (list),
-            id_in (list), instance_uuid, chassis_uuid.
+            id_in (list), instance_uuid, chassis_uuid, shard_in (list),
+            sharded (bool: whether the node has a shard).
         :param marker: the id of the last node of the previous page.
         :raises: InvalidParameterValue for an unknown sort key.
         """
@@ -69,6 +70,11 @@ class Connection(metaclass=abc.ABCMeta):
     @abc.abstractmethod
     def get_node_resource_classes(self):
         """The distinct resource classes of all nodes (None left out)."""
+
+    @abc.abstractmethod
+    def get_shard_counts(self):
+        """[(shard, number of nodes)] for every shard, None (the nodes
+        without a shard) included, in one query; unordered."""
 
     @abc.abstractmethod
     def update_node(self, node_id, values):

@@ -1,3 +1,5 @@
+from oslo_utils import versionutils
+
 from ironic_alloc.common import notifications
 from ironic_alloc.db import api as db_api
 from ironic_alloc.objects import base
@@ -17,7 +19,8 @@ INTERFACE_FIELDS = ('bios_interface', 'boot_interface', 'console_interface',
 @base.IronicAllocObjectRegistry.register
 class Node(base.IronicAllocObject):
     # Version 1.0: Initial version
-    VERSION = '1.0'
+    # Version 1.1: shard (Bare Metal API 1.82)
+    VERSION = '1.1'
 
     dbapi = db_api.get_instance()
 
@@ -66,10 +69,17 @@ class Node(base.IronicAllocObject):
         'inspection_started_at': fields.DateTimeField(nullable=True),
         'inspection_finished_at': fields.DateTimeField(nullable=True),
         'allocation_id': fields.IntegerField(nullable=True),
+        'shard': fields.StringField(nullable=True),
         'traits': fields.ListOfStringsField(),
         'created_at': fields.DateTimeField(nullable=True),
         'updated_at': fields.DateTimeField(nullable=True),
     }
+
+    def obj_make_compatible(self, primitive, target_version):
+        super().obj_make_compatible(primitive, target_version)
+        version = versionutils.convert_version_to_tuple(target_version)
+        if version < (1, 1):
+            primitive.pop('shard', None)
 
     @classmethod
     def _from_db_object(cls, context, obj, db_object, skip=()):
@@ -114,6 +124,11 @@ class Node(base.IronicAllocObject):
     def uuids_by_id(cls, context, ids):
         """{id: uuid} for the given node ids, in one query."""
         return cls.dbapi.get_node_uuids(ids)
+
+    @classmethod
+    def shard_counts(cls, context):
+        """[(shard, number of nodes)], None for the nodes without one."""
+        return cls.dbapi.get_shard_counts()
 
     @classmethod
     def resource_classes(cls, context):

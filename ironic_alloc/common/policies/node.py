@@ -81,6 +81,7 @@ rules = [
     _patch('name', base.SYSTEM_OR_OWNER_MEMBER, 'the name'),
     _patch('retired', base.SYSTEM_OR_OWNER_MEMBER,
            'retired and retired_reason'),
+    _patch('shard', 'rule:system_admin', 'the shard'),
     _rule('baremetal:node:update_owner_provisioned', 'rule:system_admin',
           'Change the owner of an active node; without it the change is a '
           '409.', [('PATCH', NODE)]),
@@ -125,6 +126,10 @@ rules = [
           'Remove one or all traits of a node.',
           [('DELETE', NODE + '/traits'),
            ('DELETE', NODE + '/traits/{trait}')]),
+    _rule('baremetal:shards:get', 'rule:system_reader',
+          'List the shards of the nodes and how many nodes each holds '
+          '(every node counted, whatever its owner).',
+          [('GET', '/shards')]),
 ]
 
 # Node fields with a PATCH rule of their own: top-level field -> rule.
@@ -145,4 +150,5 @@ PATCH_RULES = {
     'name': 'baremetal:node:update:name',
     'retired': 'baremetal:node:update:retired',
     'retired_reason': 'baremetal:node:update:retired',
+    'shard': 'baremetal:node:update:shard',
 }

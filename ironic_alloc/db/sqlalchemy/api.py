@@ -321,7 +321,7 @@ _NODE_LIST_FILTERS = ('provision_state', 'resource_class', 'maintenance',
                       'conductor_group', 'driver', 'reserved',
                       'reserved_by_any_of', 'fault', 'retired',
                       'description_contains', 'uuid_in', 'instance_uuid',
-                      'id_in', 'chassis_uuid')
+                      'id_in', 'chassis_uuid', 'shard_in', 'sharded')
 
 
 def _filter_nodes(query, filters):
@@ -370,6 +370,13 @@ def _filter_nodes(query, filters):
         query = query.filter(m.uuid.in_(list(filters['uuid_in'])))
     if 'id_in' in filters:
         query = query.filter(m.id.in_(list(filters['id_in'])))
+    if 'shard_in' in filters:
+        query = query.filter(m.shard.in_(list(filters['shard_in'])))
+    if 'sharded' in filters:
+        if filters['sharded']:
+            query = query.filter(m.shard.isnot(None))
+        else:
+            query = query.filter(m.shard.is_(None))
     return query
 
 
@@ -525,6 +532,13 @@ class Connection(api.Connection):
             return {row.resource_class for row in session.query(
                 models.Node.resource_class).filter(
                     models.Node.resource_class.isnot(None)).distinct()}
+
+    def get_shard_counts(self):
+        with _session_for_read() as session:
+            rows = session.query(
+                models.Node.shard, sa.func.count(models.Node.id)).group_by(
+                    models.Node.shard).all()
+        return [(shard, count) for shard, count in rows]
 
     @retry_on_conflict
     def update_node(self, node_id, values):

@@ -87,6 +87,8 @@ class Node(Base):
         # NOTE: the nodes of a chassis: its node list, and the check that
         # it has none before it is deleted.
         sa.Index('nodes_chassis_uuid_idx', 'chassis_uuid'),
+        # NOTE: the node list's shard filters and the shard counts.
+        sa.Index('nodes_shard_idx', 'shard'),
         # NOTE: the normalised properties of the matching language
         # (common/matching.py), each searchable on its own.
         sa.Index('nodes_match_cpus_idx', 'match_cpus'),
@@ -143,6 +145,7 @@ class Node(Base):
     inspection_started_at = sa.Column(sa.DateTime, nullable=True)
     inspection_finished_at = sa.Column(sa.DateTime, nullable=True)
     allocation_id = sa.Column(sa.Integer, nullable=True)
+    shard = sa.Column(sa.String(255), nullable=True)
     # NOTE: properties normalised for the matching language, written with
     # properties in the same transaction (matching.node_match_columns):
     # an integer or integer string as its number, else NULL, which never

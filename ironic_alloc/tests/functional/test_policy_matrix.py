@@ -263,6 +263,8 @@ MATRIX = [
     ('node_update_chassis_uuid', 'PATCH', N,
      _patch('/chassis_uuid', '{chassis}', 'add'),
      '200 403 403  403 403 403  403 403 403  404 404 404'),
+    ('node_update_shard', 'PATCH', N, _patch('/shard', 'rack-a', 'add'),
+     '200 403 403  403 403 403  403 403 403  404 404 404'),
     ('node_update_conductor_group', 'PATCH', N,
      _patch('/conductor_group', ''),
      '200 200 403  403 403 403  403 403 403  404 404 404'),
@@ -355,6 +357,9 @@ MATRIX = [
      '200 200 403  403 403 403  403 403 403  403 403 403'),
     ('chassis_delete', 'DELETE', C, None,
      '204 403 403  403 403 403  403 403 403  403 403 403'),
+    # Shards count every node: system readers only, as in Ironic.
+    ('shards_list', 'GET', '/v1/shards', None,
+     '200 200 200  403 403 403  403 403 403  403 403 403'),
     ('conductor_list', 'GET', '/v1/conductors', None,
      '200 200 200  403 403 403  403 403 403  403 403 403'),
     ('conductor_get', 'GET', '/v1/conductors/policy-conductor', None,

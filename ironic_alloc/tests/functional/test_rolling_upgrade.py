@@ -64,10 +64,13 @@ class RollingUpgradeTestCase(base.DbTestCase):
                                                timeout=30)
         self.addCleanup(self.conn.close)
 
-    def request(self, method, path, body=None):
+    def request(self, method, path, body=None, version=None):
+        headers = dict(HEADERS)
+        if version is not None:
+            headers['X-OpenStack-Ironic-API-Version'] = version
         self.conn.request(method, path,
                           body=json.dumps(body) if body else None,
-                          headers=HEADERS)
+                          headers=headers)
         response = self.conn.getresponse()
         data = response.read()
         return response.status, json.loads(data) if data else None
@@ -160,7 +163,45 @@ class PinnedApiTestCase(RollingUpgradeTestCase):
             self.assertEqual(release['objects'][name], version, name)
 
 
+    def test_shard_change_refused(self):
+        # A conductor of 2026.2 (Node 1.0) would drop the shard of the
+        # node it is sent: the change is refused before anything is sent.
+        node = utils.make_node(self.context, name='pinned-shard')
+        status, body = self.request(
+            'PATCH', '/v1/nodes/%s' % node.uuid,
+            [{'op': 'add', 'path': '/shard', 'value': 'rack-a'},
+             {'op': 'add', 'path': '/description', 'value': 'moved'}],
+            version='1.82')
+        self.assertEqual(409, status, body)
+        self.assertIn('shard cannot be changed while '
+                      '[DEFAULT]pin_release_version is 2026.2',
+                      body['error_message'])
+        self.assertEqual([], self.sent)
+        stored = node_obj.Node.get_by_uuid(self.context, node.uuid)
+        self.assertIsNone(stored.shard)
+        self.assertIsNone(stored.description)
+        # Other fields are changed as before.
+        status, body = self.request(
+            'PATCH', '/v1/nodes/%s' % node.uuid,
+            [{'op': 'add', 'path': '/description', 'value': 'moved'}],
+            version='1.82')
+        self.assertEqual(200, status, body)
+        self.assertEqual('moved', body['description'])
+        self.assertIsNone(body['shard'])
+
+
 class UnpinnedApiTestCase(RollingUpgradeTestCase):
+
+    def test_shard_change_reaches_the_conductor(self):
+        node = utils.make_node(self.context, name='unpinned-shard')
+        status, body = self.request(
+            'PATCH', '/v1/nodes/%s' % node.uuid,
+            [{'op': 'add', 'path': '/shard', 'value': 'rack-a'}],
+            version='1.82')
+        self.assertEqual(200, status, body)
+        self.assertEqual('rack-a', body['shard'])
+        self.assertEqual('rack-a', node_obj.Node.get_by_uuid(
+            self.context, node.uuid).shard)
 
     def test_current_api_sends_current_versions(self):
         power = self.exercise()

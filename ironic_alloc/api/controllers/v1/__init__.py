@@ -20,6 +20,7 @@ from ironic_alloc.api.controllers.v1 import extensions
 from ironic_alloc.api.controllers.v1 import negotiation
 from ironic_alloc.api.controllers.v1 import node
 from ironic_alloc.api.controllers.v1 import reservation
+from ironic_alloc.api.controllers.v1 import shard
 from ironic_alloc.api.controllers.v1 import types
 from ironic_alloc.api.controllers.v1 import unsupported
 from ironic_alloc.api.controllers.v1 import utils
@@ -35,6 +36,7 @@ RESOURCES = {
     'drivers': None,
     'conductors': utils.allow_expose_conductors,
     'allocations': utils.allow_allocations,
+    'shards': utils.allow_shards,
 }
 
 
@@ -63,6 +65,7 @@ class Controller(rest.RestController):
     allocations = allocation.AllocationsController()
     conductors = conductor.ConductorsController()
     drivers = driver.DriversController()
+    shards = shard.ShardsController()
     ports = unsupported.PortsController()
     portgroups = unsupported.PortgroupsController()
     volume = unsupported.VolumeController()

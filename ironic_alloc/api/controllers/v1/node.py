@@ -11,6 +11,7 @@ import re
 from oslo_log import log
 from oslo_utils import strutils
 from oslo_utils import uuidutils
+from oslo_utils import versionutils
 import pecan
 from pecan import rest
 import wsme
@@ -32,6 +33,7 @@ from ironic_alloc.api.controllers.v1 import utils
 from ironic_alloc.api import expose
 from ironic_alloc.common import exception
 from ironic_alloc.common.policies import node as node_policies
+from ironic_alloc.common import release_mappings
 from ironic_alloc.common import states
 from ironic_alloc.conf import CONF
 from ironic_alloc import objects
@@ -208,6 +210,9 @@ class Node(base.APIBase):
 
     secure_boot = wsme.wsattr(types.boolean, readonly=True)
     """Whether secure boot is on"""
+
+    shard = wsme.wsattr(_str255)
+    """The shard of the node, a label clients split nodes by (1.82+)"""
 
     links = wsme.wsattr([link.Link], readonly=True)
     ports = wsme.wsattr([link.Link], readonly=True)
@@ -540,13 +545,14 @@ class NodesController(rest.RestController):
     @expose.expose(NodeCollection, types.uuid, types.boolean,
                    types.boolean, types.boolean, str, types.uuid, int, str,
                    str, str, types.listtype, str, str, str, types.boolean,
-                   str, str, str, types.uuid)
+                   str, str, str, types.uuid, types.listtype, types.boolean)
     def get_all(self, instance_uuid=None, associated=None, maintenance=None,
                 retired=None, provision_state=None, marker=None,
                 limit=None, sort_key=None, sort_dir=None, driver=None,
                 fields=None, resource_class=None, fault=None,
                 conductor_group=None, detail=None, owner=None, lessee=None,
-                description_contains=None, chassis_uuid=None):
+                description_contains=None, chassis_uuid=None, shard=None,
+                sharded=None):
         """List nodes (Ironic's filters, paging and ``fields``)."""
         query = dict(locals())
         del query['self']
@@ -558,13 +564,14 @@ class NodesController(rest.RestController):
 
     @expose.expose(NodeCollection, types.uuid, types.boolean,
                    types.boolean, types.boolean, str, types.uuid, int, str,
-                   str, str, str, str, str, str, str, str, types.uuid)
+                   str, str, str, str, str, str, str, str, types.uuid,
+                   types.listtype, types.boolean)
     def detail(self, instance_uuid=None, associated=None, maintenance=None,
                retired=None, provision_state=None, marker=None, limit=None,
                sort_key=None, sort_dir=None, driver=None,
                resource_class=None, fault=None, conductor_group=None,
                owner=None, lessee=None, description_contains=None,
-               chassis_uuid=None):
+               chassis_uuid=None, shard=None, sharded=None):
         """List nodes with all their fields."""
         # NOTE: Pecan routes GET /v1/nodes/<ident>/detail here as well
         # (the identifier as the first argument); as in Ironic, only the
@@ -654,6 +661,7 @@ class NodesController(rest.RestController):
             raise exception.Invalid('A JSON patch (a non-empty list of '
                                     'operations) is required.')
         _check_patch(patch, reset_interfaces)
+        _check_not_pinned(utils.patched_roots(patch))
         rules = _patch_rules(patch)
         rpc_node = utils.get_node(node_ident, rules[0])
         for rule in rules[1:]:
@@ -690,6 +698,13 @@ class NodesController(rest.RestController):
             new_node = api.request.rpcapi.update_node(
                 api.request.context, rpc_node,
                 utils.conductor_host(rpc_node))
+            if not all(new_node.obj_attr_is_set(f)
+                       for f in new_node.fields):
+                # NOTE: a conductor of an older release (a pinned rolling
+                # upgrade) answers with a node lacking the newer fields;
+                # the database has them all.
+                new_node = objects.Node.get_by_id(api.request.context,
+                                                  new_node.id)
             notified.node = new_node
         return convert_with_links(new_node)
 
@@ -724,7 +739,13 @@ FILTERS = {
     'description_contains': utils.allow_description_filter,
     'retired': utils.allow_retired_filter,
     'lessee': utils.allow_lessee_filter,
+    'shard': utils.allow_shards,
+    'sharded': utils.allow_shards,
 }
+
+# Query names whose database filter has another name: the ``shard`` query
+# is a comma separated list (lower-cased, as Ironic does).
+_DB_FILTER_NAMES = {'shard': 'shard_in'}
 
 
 def _list_filters(query):
@@ -737,7 +758,7 @@ def _list_filters(query):
             raise exception.NotAcceptable(
                 'The "%s" filter is not available in API version %s.'
                 % (name, api.request.version))
-        filters[name] = query[name]
+        filters[_DB_FILTER_NAMES.get(name, name)] = query[name]
     return filters
 
 
@@ -758,6 +779,32 @@ def _check_patch(patch, reset_interfaces):
         raise exception.Invalid(
             "The reset_interfaces parameter can only be used when changing "
             "the node's driver.")
+
+
+# Node fields and the Node object version that carries them: a conductor
+# of an older release would drop them from a change sent to it.
+_OBJECT_VERSION_OF_FIELD = {'shard': (1, 1)}
+
+
+def _check_not_pinned(roots):
+    """Refuse changing a field during a rolling upgrade from a release
+    whose conductors do not know it (they would silently drop it).
+
+    :raises: Conflict (409) naming the field and the pin.
+    """
+    pin = api.request.cfg.pin_release_version
+    if not pin:
+        return
+    pinned = versionutils.convert_version_to_tuple(
+        release_mappings.object_versions(pin)['Node'])
+    too_new = sorted(name for name in roots
+                     if _OBJECT_VERSION_OF_FIELD.get(name, (1, 0)) > pinned)
+    if too_new:
+        raise exception.Conflict(
+            'Field(s) %s cannot be changed while '
+            '[DEFAULT]pin_release_version is %s: the conductors of that '
+            'release do not store them. Retry once the upgrade is over.'
+            % (', '.join(too_new), pin))
 
 
 def _owner_of_new_node(owner):

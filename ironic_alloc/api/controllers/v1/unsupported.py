@@ -42,7 +42,6 @@ TOP_LEVEL_FEATURES = {
     'heartbeat': 'Ramdisk heartbeat',
     'continue_inspection': 'Inspection',
     'inspection_rules': 'Inspection rules',
-    'shards': 'Node shards',
 }
 
 

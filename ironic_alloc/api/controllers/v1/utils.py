@@ -256,6 +256,12 @@ def allow_allocation_node_name():
     return _allowed(versions.MINOR_79_ALLOCATION_NODE_NAME)
 
 
+def allow_shards():
+    """1.82: node.shard, the ``shard`` and ``sharded`` node filters and
+    /v1/shards."""
+    return _allowed(versions.MINOR_82_NODE_SHARD)
+
+
 # Versioned node fields: hidden from responses below their version,
 # rejected in ``fields`` (406) and in request bodies (406).
 
@@ -297,6 +303,7 @@ VERSIONED_FIELDS = {
     'network_data': versions.MINOR_66_NODE_NETWORK_DATA,
     'boot_mode': versions.MINOR_75_NODE_BOOT_MODE,
     'secure_boot': versions.MINOR_75_NODE_BOOT_MODE,
+    'shard': versions.MINOR_82_NODE_SHARD,
     'firmware_interface': versions.MINOR_86_FIRMWARE_INTERFACE,
 }
 

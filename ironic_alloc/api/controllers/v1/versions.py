@@ -1,6 +1,6 @@
 """Microversions of the v1 API: one constant per feature, one log line each.
 
-The numbers are the Bare Metal API's; this service offers 1.1 to 1.81.
+The numbers are the Bare Metal API's; this service offers 1.1 to 1.82.
 Features that drive hardware are accepted at their Ironic version but
 answered with a clear 400 (see v1/unsupported.py); the log says so.
 Gates are read only through the ``allow_*()`` helpers of v1/utils.py.
@@ -91,6 +91,8 @@ v1.79: allocations prefer a node whose name matches
 v1.80: project scoped admins may create and delete their project's nodes
        (informational)
 v1.81: node inventory, /v1/nodes/{node}/inventory (unsupported here)
+v1.82: node.shard, the ``shard`` and ``sharded`` node list filters and
+       /v1/shards
 """
 
 BASE_VERSION = 1
@@ -176,6 +178,7 @@ MINOR_78_NODE_HISTORY = 78
 MINOR_79_ALLOCATION_NODE_NAME = 79
 MINOR_80_PROJECT_CREATE_DELETE_NODE = 80
 MINOR_81_NODE_INVENTORY = 81
+MINOR_82_NODE_SHARD = 82
 
 # Versions past this service's maximum: fields stored for completeness
 # but never shown (their version is above MINOR_MAX_VERSION).
@@ -183,7 +186,7 @@ MINOR_86_FIRMWARE_INTERFACE = 86
 
 # NOTE: when adding a version, update MINOR_MAX_VERSION and the log above.
 MINOR_MIN_VERSION = MINOR_1_INITIAL_VERSION
-MINOR_MAX_VERSION = MINOR_81_NODE_INVENTORY
+MINOR_MAX_VERSION = MINOR_82_NODE_SHARD
 
 MIN_VERSION_STRING = '%d.%d' % (BASE_VERSION, MINOR_MIN_VERSION)
 MAX_VERSION_STRING = '%d.%d' % (BASE_VERSION, MINOR_MAX_VERSION)

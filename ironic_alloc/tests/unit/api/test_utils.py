@@ -27,7 +27,10 @@ class TestGates(base.RequestTestCase):
         hidden = utils.disallowed_fields()
         self.assertIn('name', hidden)
         self.assertIn('driver_internal_info', hidden)
-        self.set_version(79)
+        self.set_version(81)
+        self.assertEqual(['shard', 'firmware_interface'],
+                         utils.disallowed_fields())
+        self.set_version(82)
         # NOTE: newer than every version served: never shown.
         self.assertEqual(['firmware_interface'], utils.disallowed_fields())
 

@@ -356,6 +356,28 @@ class MigrationCheckersMixin:
         with engine.begin() as conn:
             conn.execute(sa.text('DELETE FROM project_locks'))
 
+    def _pre_upgrade_f1c7a3e9b254(self, engine):
+        nodes = sa.table('nodes', sa.column('uuid'), sa.column('driver'),
+                         sa.column('maintenance'), sa.column('protected'),
+                         sa.column('retired'), sa.column('console_enabled'))
+        self._insert(engine, nodes, {
+            'uuid': '7a2e4c19-0b3d-4e6f-8a1c-5d9e2f4b6c03',
+            'driver': 'fake-hardware', 'maintenance': False,
+            'protected': False, 'retired': False, 'console_enabled': False})
+
+    def _check_f1c7a3e9b254(self, engine, data):
+        self.assertIn('shard', self._columns(engine, 'nodes'))
+        by_name = {i['name']: i for i in
+                   sa.inspect(engine).get_indexes('nodes')}
+        self.assertEqual(['shard'],
+                         by_name['nodes_shard_idx']['column_names'])
+        with engine.begin() as conn:
+            # A node enrolled before the upgrade has no shard.
+            self.assertIsNone(conn.execute(sa.text(
+                'SELECT shard FROM nodes WHERE uuid = '
+                "'7a2e4c19-0b3d-4e6f-8a1c-5d9e2f4b6c03'")).scalar())
+            conn.execute(sa.text('DELETE FROM nodes'))
+
     def _insert(self, engine, table, values):
         with engine.begin() as conn:
             conn.execute(table.insert().values(**values))

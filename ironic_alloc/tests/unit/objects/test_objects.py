@@ -3,6 +3,7 @@
 from oslo_versionedobjects import fixture
 
 from ironic_alloc.objects import base
+from ironic_alloc.objects import node as node_obj
 from ironic_alloc.tests import base as test_base
 
 # NOTE: change a line here only together with the object's VERSION (and
@@ -18,7 +19,7 @@ expected_object_fingerprints = {
     'Chassis': '1.0-c35dcce94fa3bbb43d75465b7c43d5f1',
     'Conductor': '1.0-157a8b1669d035736cbc95ecce8cf73e',
     'EventType': '1.0-e57847de66c709a4d22d41cbc86634a7',
-    'Node': '1.0-6fc77293fafa5326bef0896edc25880e',
+    'Node': '1.1-8e2c8aaebb2145ee32085223cd272b58',
     'NodeCRUDNotification': '1.0-e457f1e870b64f4d06a9bb0d72e65279',
     'NodeCRUDPayload': '1.14-abe3a744767e5ada9f8370cf0caa1862',
     'NodeMaintenanceNotification': '1.0-e457f1e870b64f4d06a9bb0d72e65279',
@@ -47,3 +48,19 @@ class TestObjectVersions(test_base.TestCase):
             'for the removed or changed fields), then update its hash '
             'in ironic_alloc/tests/unit/objects/test_objects.py. '
             'Expected vs actual: %s vs %s' % (expected, actual))
+
+
+class TestNodeBackport(test_base.TestCase):
+    """What a conductor of an older release receives of a node."""
+
+    def _primitive(self, version):
+        node = node_obj.Node(name='n', shard='rack-a')
+        return node.obj_to_primitive(target_version=version)[
+            'ironic_alloc_object.data']
+
+    def test_1_0_has_no_shard(self):
+        self.assertEqual({'name': 'n'}, self._primitive('1.0'))
+
+    def test_1_1_has_the_shard(self):
+        self.assertEqual({'name': 'n', 'shard': 'rack-a'},
+                         self._primitive('1.1'))

@@ -66,6 +66,10 @@ class InvalidParameterValue(Invalid):
     _msg_fmt = '%(err)s'
 
 
+class NodeParentInvalid(Invalid):
+    _msg_fmt = 'Invalid parent_node: %(reason)s.'
+
+
 class MissingArgument(Invalid):
     _msg_fmt = 'Missing argument: %(arg)s.'
 

@@ -32,7 +32,8 @@ class Connection(metaclass=abc.ABCMeta):
 
         :returns: the node model with its traits loaded.
         :raises: NodeAlreadyExists, DuplicateName, InstanceAssociated,
-            ChassisNotFound when ``chassis_uuid`` names no chassis.
+            ChassisNotFound when ``chassis_uuid`` names no chassis,
+            NodeParentInvalid when ``parent_node`` names no other node.
         """
 
     @abc.abstractmethod
@@ -62,7 +63,8 @@ class Connection(metaclass=abc.ABCMeta):
             reserved (bool), reserved_by_any_of (list), fault,
             retired (bool), description_contains, uuid_in (list),
             id_in (list), instance_uuid, chassis_uuid, shard_in (list),
-            sharded (bool: whether the node has a shard).
+            sharded (bool: whether the node has a shard), parent_node
+            (the UUID of the parent), has_parent (bool).
         :param marker: the id of the last node of the previous page.
         :raises: InvalidParameterValue for an unknown sort key.
         """
@@ -81,7 +83,9 @@ class Connection(metaclass=abc.ABCMeta):
         """Update a node; ``values['traits']`` is not accepted here.
 
         :raises: NodeNotFound, DuplicateName, InstanceAssociated,
-            ChassisNotFound when ``chassis_uuid`` names no chassis.
+            ChassisNotFound when ``chassis_uuid`` names no chassis,
+            NodeParentInvalid when ``parent_node`` names no node, the node
+            itself or one of its descendants.
         """
 
     @abc.abstractmethod

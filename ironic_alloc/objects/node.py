@@ -20,7 +20,8 @@ INTERFACE_FIELDS = ('bios_interface', 'boot_interface', 'console_interface',
 class Node(base.IronicAllocObject):
     # Version 1.0: Initial version
     # Version 1.1: shard (Bare Metal API 1.82)
-    VERSION = '1.1'
+    # Version 1.2: parent_node (Bare Metal API 1.83)
+    VERSION = '1.2'
 
     dbapi = db_api.get_instance()
 
@@ -70,6 +71,7 @@ class Node(base.IronicAllocObject):
         'inspection_finished_at': fields.DateTimeField(nullable=True),
         'allocation_id': fields.IntegerField(nullable=True),
         'shard': fields.StringField(nullable=True),
+        'parent_node': fields.UUIDField(nullable=True),
         'traits': fields.ListOfStringsField(),
         'created_at': fields.DateTimeField(nullable=True),
         'updated_at': fields.DateTimeField(nullable=True),
@@ -78,6 +80,8 @@ class Node(base.IronicAllocObject):
     def obj_make_compatible(self, primitive, target_version):
         super().obj_make_compatible(primitive, target_version)
         version = versionutils.convert_version_to_tuple(target_version)
+        if version < (1, 2):
+            primitive.pop('parent_node', None)
         if version < (1, 1):
             primitive.pop('shard', None)
 

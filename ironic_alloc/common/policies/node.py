@@ -82,6 +82,7 @@ rules = [
     _patch('retired', base.SYSTEM_OR_OWNER_MEMBER,
            'retired and retired_reason'),
     _patch('shard', 'rule:system_admin', 'the shard'),
+    _patch('parent_node', 'rule:system_member', 'the parent node'),
     _rule('baremetal:node:update_owner_provisioned', 'rule:system_admin',
           'Change the owner of an active node; without it the change is a '
           '409.', [('PATCH', NODE)]),
@@ -151,4 +152,5 @@ PATCH_RULES = {
     'retired': 'baremetal:node:update:retired',
     'retired_reason': 'baremetal:node:update:retired',
     'shard': 'baremetal:node:update:shard',
+    'parent_node': 'baremetal:node:update:parent_node',
 }

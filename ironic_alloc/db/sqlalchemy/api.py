@@ -321,7 +321,8 @@ _NODE_LIST_FILTERS = ('provision_state', 'resource_class', 'maintenance',
                       'conductor_group', 'driver', 'reserved',
                       'reserved_by_any_of', 'fault', 'retired',
                       'description_contains', 'uuid_in', 'instance_uuid',
-                      'id_in', 'chassis_uuid', 'shard_in', 'sharded')
+                      'id_in', 'chassis_uuid', 'shard_in', 'sharded', 'parent_node',
+                      'has_parent')
 
 
 def _filter_nodes(query, filters):
@@ -377,6 +378,13 @@ def _filter_nodes(query, filters):
             query = query.filter(m.shard.isnot(None))
         else:
             query = query.filter(m.shard.is_(None))
+    if 'parent_node' in filters:
+        query = query.filter(m.parent_node == filters['parent_node'])
+    if 'has_parent' in filters:
+        if filters['has_parent']:
+            query = query.filter(m.parent_node.isnot(None))
+        else:
+            query = query.filter(m.parent_node.is_(None))
     return query
 
 
@@ -394,6 +402,45 @@ def _lock_named_chassis(session, values):
         uuid=chassis_uuid).with_for_update().first()
     if found is None:
         raise exception.ChassisNotFound(chassis=chassis_uuid)
+
+
+def _lock_parent_chain(session, node_uuid, values):
+    """Lock the parent a node write names (``values['parent_node']``) and
+    each of its ancestors until the write commits, checking that the node
+    is not among them.
+
+    NOTE: two writes making each node the parent of the other lock the
+    same rows in opposite orders: the database aborts one of them as a
+    deadlock, and its retry finds the other's parent and refuses.
+
+    :raises: NodeParentInvalid when the parent does not exist or the
+        change would make the node its own ancestor.
+    """
+    parent = values.get('parent_node')
+    if not parent:
+        return
+    seen = set()
+    current = parent
+    while current is not None:
+        if current == node_uuid:
+            raise exception.NodeParentInvalid(
+                reason='node %s would be its own ancestor' % node_uuid)
+        if current in seen:
+            # NOTE: a loop written before these checks existed; it does
+            # not go through this node, so it is not this write's doing.
+            return
+        seen.add(current)
+        row = session.query(models.Node.parent_node).filter_by(
+            uuid=current).with_for_update().first()
+        if row is None:
+            if current == parent:
+                raise exception.NodeParentInvalid(
+                    reason='node %s does not exist' % parent)
+            # NOTE: an ancestor deleted earlier ends the chain, as in
+            # Ironic, where deleting a parent leaves its children as
+            # they are.
+            return
+        current = row.parent_node
 
 
 def _with_match_columns(values):
@@ -482,6 +529,7 @@ class Connection(api.Connection):
         try:
             with _session_for_write() as session:
                 _lock_named_chassis(session, values)
+                _lock_parent_chain(session, values['uuid'], values)
                 session.add(node)
                 session.flush()
                 _write_capabilities(session, node.id,
@@ -555,6 +603,7 @@ class Connection(api.Connection):
                     raise exception.NodeNotFound(node=node_id)
                 node_uuid = node.uuid  # for the error below (not the id)
                 _lock_named_chassis(session, values)
+                _lock_parent_chain(session, node_uuid, values)
                 if 'provision_state' in values:
                     values = dict(values,
                                   provision_updated_at=datetime.datetime.now(

@@ -89,6 +89,9 @@ class Node(Base):
         sa.Index('nodes_chassis_uuid_idx', 'chassis_uuid'),
         # NOTE: the node list's shard filters and the shard counts.
         sa.Index('nodes_shard_idx', 'shard'),
+        # NOTE: the children of a node (its children list and the node
+        # list's parent_node filter).
+        sa.Index('nodes_parent_node_idx', 'parent_node'),
         # NOTE: the normalised properties of the matching language
         # (common/matching.py), each searchable on its own.
         sa.Index('nodes_match_cpus_idx', 'match_cpus'),
@@ -146,6 +149,9 @@ class Node(Base):
     inspection_finished_at = sa.Column(sa.DateTime, nullable=True)
     allocation_id = sa.Column(sa.Integer, nullable=True)
     shard = sa.Column(sa.String(255), nullable=True)
+    # NOTE: the UUID of another node, not a foreign key, as in Ironic:
+    # deleting a parent leaves its children naming it.
+    parent_node = sa.Column(sa.String(36), nullable=True)
     # NOTE: properties normalised for the matching language, written with
     # properties in the same transaction (matching.node_match_columns):
     # an integer or integer string as its number, else NULL, which never

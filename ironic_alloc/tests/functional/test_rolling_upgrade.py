@@ -164,16 +164,19 @@ class PinnedApiTestCase(RollingUpgradeTestCase):
 
 
     def test_shard_change_refused(self):
-        # A conductor of 2026.2 (Node 1.0) would drop the shard of the
-        # node it is sent: the change is refused before anything is sent.
+        # A conductor of 2026.2 (Node 1.0) would drop the shard and the
+        # parent of the node it is sent: the change is refused before
+        # anything is sent.
         node = utils.make_node(self.context, name='pinned-shard')
+        parent = utils.make_node(self.context, name='pinned-parent')
         status, body = self.request(
             'PATCH', '/v1/nodes/%s' % node.uuid,
             [{'op': 'add', 'path': '/shard', 'value': 'rack-a'},
-             {'op': 'add', 'path': '/description', 'value': 'moved'}],
-            version='1.82')
+             {'op': 'add', 'path': '/description', 'value': 'moved'},
+             {'op': 'add', 'path': '/parent_node', 'value': parent.uuid}],
+            version='1.83')
         self.assertEqual(409, status, body)
-        self.assertIn('shard cannot be changed while '
+        self.assertIn('Field(s) parent_node, shard cannot be changed while '
                       '[DEFAULT]pin_release_version is 2026.2',
                       body['error_message'])
         self.assertEqual([], self.sent)
@@ -188,6 +191,8 @@ class PinnedApiTestCase(RollingUpgradeTestCase):
         self.assertEqual(200, status, body)
         self.assertEqual('moved', body['description'])
         self.assertIsNone(body['shard'])
+        stored = node_obj.Node.get_by_uuid(self.context, node.uuid)
+        self.assertIsNone(stored.parent_node)
 
 
 class UnpinnedApiTestCase(RollingUpgradeTestCase):

@@ -25,6 +25,7 @@ from ironic_alloc.api.controllers.v1 import access
 from ironic_alloc.api.controllers.v1 import allocation
 from ironic_alloc.api.controllers.v1 import collection
 from ironic_alloc.api.controllers.v1 import extensions
+from ironic_alloc.api.controllers.v1 import node_children
 from ironic_alloc.api.controllers.v1 import node_states
 from ironic_alloc.api.controllers.v1 import node_traits
 from ironic_alloc.api.controllers.v1 import types
@@ -213,6 +214,10 @@ class Node(base.APIBase):
 
     shard = wsme.wsattr(_str255)
     """The shard of the node, a label clients split nodes by (1.82+)"""
+
+    parent_node = wsme.wsattr(types.StrictStringType(max_length=36))
+    """The UUID of the node's parent (1.83+; a name is accepted and
+    stored as the UUID it names)"""
 
     links = wsme.wsattr([link.Link], readonly=True)
     ports = wsme.wsattr([link.Link], readonly=True)
@@ -426,6 +431,8 @@ SUBRESOURCES = {
     'states': (None, node_states.NodeStatesController),
     'maintenance': (None, node_states.NodeMaintenanceController),
     'traits': (utils.allow_traits, node_traits.NodeTraitsController),
+    'children': (utils.allow_parent_nodes,
+                 node_children.NodeChildrenController),
     'ports': (None, unsupported.NodePortsController),
     'portgroups': (utils.allow_portgroups_subcontrollers,
                    unsupported.NodePortgroupsController),
@@ -545,14 +552,15 @@ class NodesController(rest.RestController):
     @expose.expose(NodeCollection, types.uuid, types.boolean,
                    types.boolean, types.boolean, str, types.uuid, int, str,
                    str, str, types.listtype, str, str, str, types.boolean,
-                   str, str, str, types.uuid, types.listtype, types.boolean)
+                   str, str, str, types.uuid, types.listtype, types.boolean,
+                   str, types.boolean)
     def get_all(self, instance_uuid=None, associated=None, maintenance=None,
                 retired=None, provision_state=None, marker=None,
                 limit=None, sort_key=None, sort_dir=None, driver=None,
                 fields=None, resource_class=None, fault=None,
                 conductor_group=None, detail=None, owner=None, lessee=None,
                 description_contains=None, chassis_uuid=None, shard=None,
-                sharded=None):
+                sharded=None, parent_node=None, include_children=None):
         """List nodes (Ironic's filters, paging and ``fields``)."""
         query = dict(locals())
         del query['self']
@@ -565,13 +573,14 @@ class NodesController(rest.RestController):
     @expose.expose(NodeCollection, types.uuid, types.boolean,
                    types.boolean, types.boolean, str, types.uuid, int, str,
                    str, str, str, str, str, str, str, str, types.uuid,
-                   types.listtype, types.boolean)
+                   types.listtype, types.boolean, str, types.boolean)
     def detail(self, instance_uuid=None, associated=None, maintenance=None,
                retired=None, provision_state=None, marker=None, limit=None,
                sort_key=None, sort_dir=None, driver=None,
                resource_class=None, fault=None, conductor_group=None,
                owner=None, lessee=None, description_contains=None,
-               chassis_uuid=None, shard=None, sharded=None):
+               chassis_uuid=None, shard=None, sharded=None,
+               parent_node=None, include_children=None):
         """List nodes with all their fields."""
         # NOTE: Pecan routes GET /v1/nodes/<ident>/detail here as well
         # (the identifier as the first argument); as in Ironic, only the
@@ -633,6 +642,9 @@ class NodesController(rest.RestController):
         if given.get('name') is not None:
             check_name(given['name'])
         _check_values(given)
+        if given.get('parent_node'):
+            given['parent_node'] = _parent_uuid(given['parent_node'],
+                                                given.get('owner'))
         values = _to_object_values(given)
         values.setdefault('uuid', uuidutils.generate_uuid())
         for name in ('properties', 'extra', 'driver_info', 'instance_info',
@@ -675,6 +687,12 @@ class NodesController(rest.RestController):
         patched = utils.apply_jsonpatch(doc, patch)
         changed = _validated_changes(doc, patched)
         _check_values(changed)
+        if changed.get('parent_node'):
+            changed['parent_node'] = _parent_uuid(changed['parent_node'],
+                                                  rpc_node.owner)
+            if changed['parent_node'] == rpc_node.uuid:
+                raise exception.NodeParentInvalid(
+                    reason='a node cannot be its own parent')
         values = _to_object_values(dict(changed))
         if (rpc_node.chassis_uuid and 'chassis_uuid' in values
                 and not values['chassis_uuid']
@@ -741,6 +759,8 @@ FILTERS = {
     'lessee': utils.allow_lessee_filter,
     'shard': utils.allow_shards,
     'sharded': utils.allow_shards,
+    'parent_node': utils.allow_parent_nodes,
+    'include_children': utils.allow_parent_nodes,
 }
 
 # Query names whose database filter has another name: the ``shard`` query
@@ -759,6 +779,14 @@ def _list_filters(query):
                 'The "%s" filter is not available in API version %s.'
                 % (name, api.request.version))
         filters[_DB_FILTER_NAMES.get(name, name)] = query[name]
+    # NOTE: as in Ironic, at every version a list leaves out the nodes
+    # that have a parent, unless it asks for the children of one parent
+    # or for every node (include_children, which then wins over
+    # parent_node).
+    if filters.pop('include_children', False):
+        filters.pop('parent_node', None)
+    elif 'parent_node' not in filters:
+        filters['has_parent'] = False
     return filters
 
 
@@ -783,7 +811,7 @@ def _check_patch(patch, reset_interfaces):
 
 # Node fields and the Node object version that carries them: a conductor
 # of an older release would drop them from a change sent to it.
-_OBJECT_VERSION_OF_FIELD = {'shard': (1, 1)}
+_OBJECT_VERSION_OF_FIELD = {'shard': (1, 1), 'parent_node': (1, 2)}
 
 
 def _check_not_pinned(roots):
@@ -805,6 +833,27 @@ def _check_not_pinned(roots):
             '[DEFAULT]pin_release_version is %s: the conductors of that '
             'release do not store them. Retry once the upgrade is over.'
             % (', '.join(too_new), pin))
+
+
+def _parent_uuid(ident, owner):
+    """The UUID of the parent a node write names by UUID or name.
+
+    As in Ironic, a parent the caller may not see, or owned by another
+    project than the node, is answered as one that does not exist.
+
+    :raises: Invalid (400).
+    """
+    refused = exception.Invalid(
+        "Unable to apply the requested parent_node '%s'. Requested value "
+        "was invalid." % ident)
+    try:
+        parent = utils.get_node(ident)
+    except (exception.NotFound, exception.Invalid,
+            exception.HTTPForbidden):
+        raise refused
+    if parent.owner != owner:
+        raise refused
+    return parent.uuid
 
 
 def _owner_of_new_node(owner):

@@ -28,7 +28,6 @@ NODE_FEATURES = {
     'firmware': 'Firmware management',
     'history': 'Node history',
     'inventory': 'Node inventory',
-    'children': 'Child nodes',
     'vmedia': 'Virtual media',
     'inject_nmi': 'Injecting NMI',
 }

@@ -262,6 +262,12 @@ def allow_shards():
     return _allowed(versions.MINOR_82_NODE_SHARD)
 
 
+def allow_parent_nodes():
+    """1.83: node.parent_node, /v1/nodes/{node}/children and the
+    ``parent_node`` and ``include_children`` node filters."""
+    return _allowed(versions.MINOR_83_PARENT_CHILD_NODES)
+
+
 # Versioned node fields: hidden from responses below their version,
 # rejected in ``fields`` (406) and in request bodies (406).
 
@@ -304,6 +310,7 @@ VERSIONED_FIELDS = {
     'boot_mode': versions.MINOR_75_NODE_BOOT_MODE,
     'secure_boot': versions.MINOR_75_NODE_BOOT_MODE,
     'shard': versions.MINOR_82_NODE_SHARD,
+    'parent_node': versions.MINOR_83_PARENT_CHILD_NODES,
     'firmware_interface': versions.MINOR_86_FIRMWARE_INTERFACE,
 }
 

@@ -28,9 +28,12 @@ class TestGates(base.RequestTestCase):
         self.assertIn('name', hidden)
         self.assertIn('driver_internal_info', hidden)
         self.set_version(81)
-        self.assertEqual(['shard', 'firmware_interface'],
+        self.assertEqual(['shard', 'parent_node', 'firmware_interface'],
                          utils.disallowed_fields())
         self.set_version(82)
+        self.assertEqual(['parent_node', 'firmware_interface'],
+                         utils.disallowed_fields())
+        self.set_version(83)
         # NOTE: newer than every version served: never shown.
         self.assertEqual(['firmware_interface'], utils.disallowed_fields())
 

@@ -366,16 +366,19 @@ class MigrationCheckersMixin:
             'protected': False, 'retired': False, 'console_enabled': False})
 
     def _check_f1c7a3e9b254(self, engine, data):
-        self.assertIn('shard', self._columns(engine, 'nodes'))
+        self.assertLessEqual({'shard', 'parent_node'},
+                             self._columns(engine, 'nodes'))
         by_name = {i['name']: i for i in
                    sa.inspect(engine).get_indexes('nodes')}
         self.assertEqual(['shard'],
                          by_name['nodes_shard_idx']['column_names'])
+        self.assertEqual(['parent_node'],
+                         by_name['nodes_parent_node_idx']['column_names'])
         with engine.begin() as conn:
-            # A node enrolled before the upgrade has no shard.
-            self.assertIsNone(conn.execute(sa.text(
-                'SELECT shard FROM nodes WHERE uuid = '
-                "'7a2e4c19-0b3d-4e6f-8a1c-5d9e2f4b6c03'")).scalar())
+            # A node enrolled before the upgrade has no shard or parent.
+            self.assertEqual((None, None), tuple(conn.execute(sa.text(
+                'SELECT shard, parent_node FROM nodes WHERE uuid = '
+                "'7a2e4c19-0b3d-4e6f-8a1c-5d9e2f4b6c03'")).one()))
             conn.execute(sa.text('DELETE FROM nodes'))
 
     def _insert(self, engine, table, values):

@@ -19,7 +19,7 @@ expected_object_fingerprints = {
     'Chassis': '1.0-c35dcce94fa3bbb43d75465b7c43d5f1',
     'Conductor': '1.0-157a8b1669d035736cbc95ecce8cf73e',
     'EventType': '1.0-e57847de66c709a4d22d41cbc86634a7',
-    'Node': '1.1-8e2c8aaebb2145ee32085223cd272b58',
+    'Node': '1.2-c5e783448c1f3324f9e3f326e0e76635',
     'NodeCRUDNotification': '1.0-e457f1e870b64f4d06a9bb0d72e65279',
     'NodeCRUDPayload': '1.14-abe3a744767e5ada9f8370cf0caa1862',
     'NodeMaintenanceNotification': '1.0-e457f1e870b64f4d06a9bb0d72e65279',
@@ -54,7 +54,9 @@ class TestNodeBackport(test_base.TestCase):
     """What a conductor of an older release receives of a node."""
 
     def _primitive(self, version):
-        node = node_obj.Node(name='n', shard='rack-a')
+        node = node_obj.Node(
+            name='n', shard='rack-a',
+            parent_node='0a4c2e6f-8b1d-4f3a-9c5e-7d2b4f6a8c01')
         return node.obj_to_primitive(target_version=version)[
             'ironic_alloc_object.data']
 
@@ -64,3 +66,9 @@ class TestNodeBackport(test_base.TestCase):
     def test_1_1_has_the_shard(self):
         self.assertEqual({'name': 'n', 'shard': 'rack-a'},
                          self._primitive('1.1'))
+
+    def test_1_2_has_the_parent(self):
+        self.assertEqual(
+            {'name': 'n', 'shard': 'rack-a',
+             'parent_node': '0a4c2e6f-8b1d-4f3a-9c5e-7d2b4f6a8c01'},
+            self._primitive('1.2'))

@@ -1,4 +1,5 @@
-"""Nodes: the shard column (Bare Metal API 1.82) and its index.
+"""Nodes: the shard (Bare Metal API 1.82) and parent_node (1.83) columns
+and their indexes.
 
 Revision ID: f1c7a3e9b254
 Revises: f1d3a9c6b274
@@ -16,3 +17,6 @@ down_revision = 'f1d3a9c6b274'
 def upgrade():
     op.add_column('nodes', sa.Column('shard', sa.String(255), nullable=True))
     op.create_index('nodes_shard_idx', 'nodes', ['shard'])
+    op.add_column('nodes',
+                  sa.Column('parent_node', sa.String(36), nullable=True))
+    op.create_index('nodes_parent_node_idx', 'nodes', ['parent_node'])

@@ -619,7 +619,8 @@ class NodesController(rest.RestController):
         utils.get_node(ident, 'baremetal:node:validate')
         return {name.replace('_interface', ''): {'result': True}
                 for name in node_obj.INTERFACE_FIELDS
-                if name != 'firmware_interface'}
+                if name != 'firmware_interface'
+                or utils.allow_firmware_interface()}
 
     # Writes
 

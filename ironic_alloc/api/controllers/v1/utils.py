@@ -268,6 +268,11 @@ def allow_parent_nodes():
     return _allowed(versions.MINOR_83_PARENT_CHILD_NODES)
 
 
+def allow_firmware_interface():
+    """1.86: node.firmware_interface (and ``firmware`` in validate)."""
+    return _allowed(versions.MINOR_86_FIRMWARE_INTERFACE)
+
+
 # Versioned node fields: hidden from responses below their version,
 # rejected in ``fields`` (406) and in request bodies (406).
 

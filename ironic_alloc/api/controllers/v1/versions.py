@@ -1,6 +1,6 @@
 """Microversions of the v1 API: one constant per feature, one log line each.
 
-The numbers are the Bare Metal API's; this service offers 1.1 to 1.85.
+The numbers are the Bare Metal API's; this service offers 1.1 to 1.86.
 Features that drive hardware are accepted at their Ironic version but
 answered with a clear 400 (see v1/unsupported.py); the log says so.
 Gates are read only through the ``allow_*()`` helpers of v1/utils.py.
@@ -97,6 +97,8 @@ v1.83: node.parent_node, /v1/nodes/{node}/children and the
        ``parent_node`` and ``include_children`` node list filters
 v1.84: the ramdisk's continue_inspection callback (unsupported here)
 v1.85: 'unhold' verb (unsupported here)
+v1.86: node.firmware_interface (stored, not acted upon); firmware
+       components, /v1/nodes/{node}/firmware (unsupported here)
 """
 
 BASE_VERSION = 1
@@ -186,14 +188,11 @@ MINOR_82_NODE_SHARD = 82
 MINOR_83_PARENT_CHILD_NODES = 83
 MINOR_84_CONTINUE_INSPECTION = 84
 MINOR_85_UNHOLD_VERB = 85
-
-# Versions past this service's maximum: fields stored for completeness
-# but never shown (their version is above MINOR_MAX_VERSION).
 MINOR_86_FIRMWARE_INTERFACE = 86
 
 # NOTE: when adding a version, update MINOR_MAX_VERSION and the log above.
 MINOR_MIN_VERSION = MINOR_1_INITIAL_VERSION
-MINOR_MAX_VERSION = MINOR_85_UNHOLD_VERB
+MINOR_MAX_VERSION = MINOR_86_FIRMWARE_INTERFACE
 
 MIN_VERSION_STRING = '%d.%d' % (BASE_VERSION, MINOR_MIN_VERSION)
 MAX_VERSION_STRING = '%d.%d' % (BASE_VERSION, MINOR_MAX_VERSION)

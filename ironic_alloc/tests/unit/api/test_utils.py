@@ -33,9 +33,10 @@ class TestGates(base.RequestTestCase):
         self.set_version(82)
         self.assertEqual(['parent_node', 'firmware_interface'],
                          utils.disallowed_fields())
-        self.set_version(83)
-        # NOTE: newer than every version served: never shown.
+        self.set_version(85)
         self.assertEqual(['firmware_interface'], utils.disallowed_fields())
+        self.set_version(86)
+        self.assertEqual([], utils.disallowed_fields())
 
     def test_check_allowed_fields(self):
         self.set_version(7)

@@ -643,7 +643,8 @@ class NodesController(rest.RestController):
         if given.get('name') is not None:
             check_name(given['name'])
         _check_values(given)
-        if given.get('parent_node'):
+        # NOTE: an empty string names no node: a 400 like any other.
+        if given.get('parent_node') is not None:
             given['parent_node'] = _parent_uuid(given['parent_node'],
                                                 given.get('owner'))
         values = _to_object_values(given)
@@ -688,7 +689,7 @@ class NodesController(rest.RestController):
         patched = utils.apply_jsonpatch(doc, patch)
         changed = _validated_changes(doc, patched)
         _check_values(changed)
-        if changed.get('parent_node'):
+        if changed.get('parent_node') is not None:
             changed['parent_node'] = _parent_uuid(changed['parent_node'],
                                                   rpc_node.owner)
             if changed['parent_node'] == rpc_node.uuid:

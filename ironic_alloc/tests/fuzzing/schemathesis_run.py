@@ -45,7 +45,6 @@ OPENAPI_PATH = os.path.join(
 SEED = int(os.environ.get('IRONIC_ALLOC_SCHEMATHESIS_SEED', '2019'))
 MAX_EXAMPLES = int(os.environ.get('IRONIC_ALLOC_SCHEMATHESIS_EXAMPLES',
                                   '100'))
-WORKERS = 2
 PHASES = ('examples', 'coverage', 'fuzzing', 'stateful')
 # What fails the run: a 5xx, and any answer the description does not
 # describe (status code, content type, headers, body); after a deletion
@@ -297,11 +296,7 @@ def config_text(dictionaries, report_dir):
     lines = [
         'hooks = %s' % _toml(HOOKS_PATH),
         'seed = %d' % SEED,
-        # NOTE: two workers keep both the generator and the service busy
-        # (one leaves each waiting for the other); every operation still
-        # gets the same requests from the seed, only the interleaving of
-        # operations differs between runs.
-        'workers = %d' % WORKERS,
+        'workers = 1',
         'request-timeout = %d' % REQUEST_TIMEOUT,
         'continue-on-failure = true',
         '',

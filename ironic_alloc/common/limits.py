@@ -16,11 +16,7 @@ that inserts the hold and under a lock of the project
 import threading
 import time
 
-from keystoneauth1 import exceptions as ksa_exceptions
-from openstack import exceptions as sdk_exceptions
 from oslo_config import cfg
-from oslo_limit import exception as limit_exception
-from oslo_limit import limit as oslo_limit
 from oslo_log import log
 
 from ironic_alloc.common import exception
@@ -33,11 +29,16 @@ LOG = log.getLogger(__name__)
 TOTAL = 'baremetal_holds'
 _CLASS_PREFIX = TOTAL + ':'
 
-# NOTE: what a Keystone (or keystoneauth, or SDK) failure may raise while
-# the limits are read: each is the same 503 to the client.
-_KEYSTONE_ERRORS = (ksa_exceptions.ClientException,
-                    sdk_exceptions.SDKException,
-                    limit_exception.SessionInitError)
+
+
+def _keystone_errors():
+    """What a Keystone (or keystoneauth, or SDK) failure may raise while
+    the limits are read: each is the same 503 to the client."""
+    from keystoneauth1 import exceptions as ksa_exceptions
+    from openstack import exceptions as sdk_exceptions
+    from oslo_limit import exception as limit_exception
+    return (ksa_exceptions.ClientException, sdk_exceptions.SDKException,
+            limit_exception.SessionInitError)
 
 
 def resource_name(resource_class=None):
@@ -114,6 +115,12 @@ class _KeystoneLimits:
             if self._enforcer is None:
                 # NOTE: oslo.limit's own cache keeps limits for the life
                 # of the enforcer; this module's cache expires instead.
+                # NOTE: oslo.limit (and the SDK it loads) only when the
+                # keystone driver reads limits: the SDK imports
+                # prometheus-client, which must not happen before
+                # ironic-alloc-api has chosen its metrics mode
+                # (metrics.prepare_multiprocess).
+                from oslo_limit import limit as oslo_limit
                 self._enforcer = oslo_limit.Enforcer(_count_holds,
                                                      cache=False)
             return self._enforcer
@@ -134,7 +141,7 @@ class _KeystoneLimits:
             return cached[1]
         try:
             limits = self._read(project)
-        except _KEYSTONE_ERRORS as exc:
+        except _keystone_errors() as exc:
             LOG.warning('The limits of project %(project)s could not be '
                         'read from Keystone: %(error)s',
                         {'project': project, 'error': exc})

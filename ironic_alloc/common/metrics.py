@@ -23,6 +23,7 @@ import datetime
 import glob
 import os
 import re
+import sys
 import threading
 
 from oslo_log import log
@@ -108,7 +109,10 @@ def prepare_multiprocess(directory):
     """
     global _metrics
     with _lock:
-        if _client is not None and not is_multiprocess():
+        # NOTE: a library importing prometheus-client counts too: the
+        # mode is fixed by the import, whoever does it.
+        imported = _client is not None or 'prometheus_client' in sys.modules
+        if imported and not is_multiprocess():
             raise RuntimeError('prometheus-client was imported before the '
                                'multiprocess mode was chosen')
         os.makedirs(directory, exist_ok=True)

@@ -217,7 +217,8 @@ class TestAllocationLifecycle(_NotifyingTestCase):
             self.assertEqual(201, response.status, body)
             utils.wait_for_allocations(
                 self.context, [self.get_allocation(name).id])
-        self.flush()
+        self.flush('ironic_alloc.allocation.process.error',
+                   'ironic_alloc.allocation.process.error')
         self.collector.messages.clear()
         response, body = self.request(
             'PATCH', '/v1/allocations/second',

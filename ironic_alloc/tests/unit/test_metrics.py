@@ -4,6 +4,8 @@ dashboard, and recording that never raises."""
 import json
 import os
 import re
+import subprocess
+import sys
 
 import fixtures
 from prometheus_client import parser
@@ -95,3 +97,40 @@ class TestRecordingNeverRaises(base.TestCase):
         text = metrics.exposition().decode()
         self.assertIn('ironic_alloc_allocation_count_up 0.0', text)
         self.assertNotIn('ironic_alloc_allocations{', text)
+
+
+class TestMultiprocessModeChosenFirst(base.TestCase):
+    """prometheus-client fixes its values' mode when it is imported: the
+    service's modules must leave that import to the metrics module, after
+    ironic-alloc-api has chosen the mode (a library importing it with them
+    made every API worker's counters invisible to the scrape)."""
+
+    def test_service_modules_do_not_import_prometheus_client(self):
+        code = ('import sys\n'
+                'import ironic_alloc.api.app\n'
+                'import ironic_alloc.cmd.api\n'
+                'import ironic_alloc.cmd.conductor\n'
+                'import ironic_alloc.cmd.standalone\n'
+                'import ironic_alloc.conductor.manager\n'
+                'print(sorted(m for m in sys.modules\n'
+                '             if m.split(".")[0] == "prometheus_client"))\n')
+        result = subprocess.run([sys.executable, '-c', code],
+                                capture_output=True, text=True, timeout=120)
+        self.assertEqual(0, result.returncode, result.stderr)
+        self.assertEqual('[]', result.stdout.strip().splitlines()[-1])
+
+    def test_prepare_refuses_after_an_early_import(self):
+        code = ('import sys, tempfile\n'
+                'import prometheus_client\n'
+                'from ironic_alloc.common import metrics\n'
+                'try:\n'
+                '    metrics.prepare_multiprocess(tempfile.mkdtemp())\n'
+                'except RuntimeError as exc:\n'
+                '    print("refused:", exc)\n')
+        env = {k: v for k, v in os.environ.items()
+               if k != metrics.MULTIPROCESS_ENV}
+        result = subprocess.run([sys.executable, '-c', code], env=env,
+                                capture_output=True, text=True, timeout=120)
+        self.assertEqual(0, result.returncode, result.stderr)
+        self.assertIn('refused: prometheus-client was imported before',
+                      result.stdout)

@@ -178,6 +178,12 @@ def _count_holds(project_id, resource_names):
     return {name: counts.get(name, 0) for name in resource_names}
 
 
+def enabled(conf=CONF):
+    """Whether a driver reads limits at all ([limits]driver is not
+    none)."""
+    return conf.limits.driver != limits_conf.DRIVER_NONE
+
+
 def for_project(project, conf=CONF):
     """The limits of ``project``'s holds, or None when nothing limits
     them (driver none, no project, or no limit set).

@@ -54,7 +54,9 @@ def hold_limits(owner):
 
     :raises: LimitsUnavailable (503) when Keystone cannot be read.
     """
-    if owner is None or caller_allowed('baremetal:allocation:limit_exempt'):
+    # NOTE: the exemption is a policy check: only made when limits apply.
+    if (owner is None or not limits.enabled()
+            or caller_allowed('baremetal:allocation:limit_exempt')):
         return None
     return limits.for_project(owner)
 

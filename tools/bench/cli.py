@@ -16,6 +16,7 @@ from tools.bench import reservations as reservations_mod
 from tools.bench import rich as rich_mod
 from tools.bench import runner
 from tools.bench import service as service_mod
+from tools.bench import solver as solver_mod
 from tools.bench import sweep as sweep_mod
 
 EXIT_OK = 0
@@ -319,6 +320,26 @@ def build_parser():
                             '(default 60)')
     floor.add_argument('--json', metavar='PATH',
                        help='also write the results as JSON to PATH')
+    solver = commands.add_parser(
+        'solver', help='CPU time of the allocation group solver alone',
+        description='Time the assignment of an allocation group '
+                    '(conductor/group_solver.py) on built candidate '
+                    'lists, without a service: "dense" (every member may '
+                    'use every node), "chain" (the deepest repair of a '
+                    'first fit) and "scarce" (no assignment exists).  '
+                    'Every solution is checked.')
+    solver.add_argument('--members', type=_positive_int, default=100,
+                        help='members of the group (default 100)')
+    solver.add_argument('--nodes', type=_positive_int, default=10000,
+                        help='candidate nodes of every member for the '
+                             'dense shape (default 10000)')
+    solver.add_argument('--repeat', type=_positive_int, default=5,
+                        help='timed runs per shape (default 5)')
+    solver.add_argument('--shape', action='append',
+                        choices=solver_mod.SHAPES,
+                        help='shape to time; repeatable (default: all)')
+    solver.add_argument('--json', metavar='PATH',
+                        help='also write the results as JSON to PATH')
     explain = commands.add_parser(
         'explain', help='latency of POST /v1/allocations/explain',
         description='Bulk-load a fleet that every step of the funnel '
@@ -573,6 +594,21 @@ def _floor(args):
     return EXIT_OK
 
 
+def _solver(args):
+    try:
+        results = solver_mod.measure(args.shape or solver_mod.SHAPES,
+                                     args.members, args.nodes, args.repeat)
+    except solver_mod.SolverCheckFailed as exc:
+        print('Error: %s' % exc, file=sys.stderr)
+        return EXIT_FAILED
+    print(solver_mod.format_results(results))
+    if args.json:
+        report.write_json(args.json, {'workload': 'solver',
+                                      'machine': report.machine_info(),
+                                      'results': results})
+    return EXIT_OK
+
+
 def main(argv=None):
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -583,6 +619,8 @@ def main(argv=None):
             return _floor(args)
         if args.command == 'explain':
             return _explain(args, parser)
+        if args.command == 'solver':
+            return _solver(args)
         if args.command == 'reservations':
             return _reservations(args, parser)
         return _sweep(args, parser)

@@ -184,6 +184,10 @@ class AllocationNotFound(NotFound):
     _msg_fmt = 'Allocation %(allocation)s could not be found.'
 
 
+class AllocationGroupNotFound(NotFound):
+    _msg_fmt = 'Allocation group %(group)s could not be found.'
+
+
 class ChassisNotFound(NotFound):
     _msg_fmt = 'Chassis %(chassis)s could not be found.'
 
@@ -275,6 +279,37 @@ class ChassisAlreadyExists(Conflict):
 class AllocationLost(Conflict):
     _msg_fmt = ('Allocation %(allocation)s was deleted, finished or taken '
                 'over by another conductor.')
+
+
+class AllocationGroupDuplicateName(Conflict):
+    _msg_fmt = 'Allocation group with name %(name)s already exists.'
+
+
+class AllocationGroupAlreadyExists(Conflict):
+    _msg_fmt = 'Allocation group with UUID %(uuid)s already exists.'
+
+
+class AllocationInAllocatingGroup(Conflict):
+    _msg_fmt = ('Allocation %(allocation)s belongs to allocation group '
+                '%(group)s, which is still allocating; delete the group or '
+                'wait for it to end.')
+
+
+class AllocationGroupLost(Conflict):
+    _msg_fmt = ('Allocation group %(group)s was deleted, finished or taken '
+                'over by another conductor.')
+
+
+class AllocationGroupCommitFailed(Conflict):
+    """The commit of a group found a member it could not write; nothing
+    was written.  ``node_id`` is the node that changed underneath (the
+    group may be solved again without it), None when solving again
+    cannot help."""
+    _msg_fmt = 'Member %(member)s of the allocation group: %(reason)s'
+
+    def __init__(self, message=None, node_id=None, **kwargs):
+        super().__init__(message, **kwargs)
+        self.node_id = node_id
 
 
 class ReservationRequired(Conflict):

@@ -152,6 +152,23 @@ ALLOCATION_STATES = (ALLOCATING, ALLOCATION_ACTIVE, ALLOCATION_ERROR)
 # Node provision states in which an allocation may be backfilled (1.58).
 BACKFILL_STATES = (ACTIVE, DEPLOYING, DEPLOYWAIT)
 
+# Provision states in which an allocation group may hand a node over from
+# one allocation to another: those in which Ironic allows an allocation.
+HANDOVER_STATES = (AVAILABLE,) + BACKFILL_STATES
+
+# States of an allocation group (extension 1.3): allocating until one
+# commit holds every member's node (active) or it fails holding nothing
+# (error).
+GROUP_ALLOCATING = ALLOCATING
+GROUP_ACTIVE = ALLOCATION_ACTIVE
+GROUP_ERROR = ALLOCATION_ERROR
+GROUP_STATES = (GROUP_ALLOCATING, GROUP_ACTIVE, GROUP_ERROR)
+
+# Kinds of members of an allocation group.
+MEMBER_NEW = 'new'
+MEMBER_HANDOVER = 'handover'
+MEMBER_RELEASE = 'release'
+
 # Kinds of holds (allocations.kind): an Ironic allocation, or a
 # reservation of the reservations extension.  Both hold their node the
 # same way; a reservation binds its node to its own instance_uuid.

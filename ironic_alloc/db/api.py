@@ -457,18 +457,112 @@ class Connection(metaclass=abc.ABCMeta):
         :returns: True for the one conductor that wins.
         """
 
+    # Allocation groups (extension 1.3)
+
+    @abc.abstractmethod
+    def create_allocation_group(self, values, members, released_ids,
+                                limits=None):
+        """Insert a group (state allocating) and its new members' rows in
+        one transaction.
+
+        :param values: the group's columns.
+        :param members: the columns of every new member's allocation
+            (state allocating); group_id is set here.
+        :param released_ids: ids of the allocations the group releases or
+            hands over, which must not belong to an allocating group.
+        :param limits: a common.limits.ProjectLimits: every new member
+            counts as one hold, checked under the project's lock.
+        :returns: the group's row.
+        :raises: AllocationGroupDuplicateName, AllocationGroupAlreadyExists,
+            AllocationDuplicateName, AllocationAlreadyExists,
+            InstanceAssociated, AllocationInAllocatingGroup,
+            ProjectLimitExceeded; nothing is written then.
+        """
+
+    @abc.abstractmethod
+    def get_allocation_group(self, **criteria):
+        """A group's row by one of id, uuid or name.
+
+        :raises: AllocationGroupNotFound.
+        """
+
+    @abc.abstractmethod
+    def get_allocation_group_members(self, group_id):
+        """The allocation rows of a group (with ``node_uuid``), by id."""
+
+    @abc.abstractmethod
+    def get_allocation_group_list(self, filters=None, limit=None,
+                                  marker=None):
+        """A page of groups in id order; filters: state, owner."""
+
+    @abc.abstractmethod
+    def commit_allocation_group(self, group_id, conductor_id, plan,
+                                node_states):
+        """Make an allocating group active in one transaction, or change
+        nothing.
+
+        :param plan: dict of ``releases`` (dicts: uuid, allocation_id),
+            ``handovers`` (dicts: uuid, allocation_id, from_id, from_uuid,
+            node_id), ``new`` (dicts: uuid, allocation_id, node_id,
+            criteria: the reservation's guard) and ``names`` ((allocation
+            id, name) written after the deletions).
+        :param node_states: provision states in which a released
+            allocation's node may be freed (any in maintenance).
+        :raises: AllocationGroupLost when the group is no longer
+            allocating and owned by ``conductor_id``;
+            AllocationGroupCommitFailed naming the member (and the node
+            that changed underneath, if solving again may help).
+        """
+
+    @abc.abstractmethod
+    def fail_allocation_group(self, group_id, conductor_id, last_error,
+                              explanation=None):
+        """Set the group and its allocating members to error, conditional
+        on the group being allocating and owned by ``conductor_id``.
+
+        :returns: False when the group is no longer ours.
+        """
+
+    @abc.abstractmethod
+    def destroy_allocation_group(self, group_id, node_states=None):
+        """Delete every member (freeing its node as destroy_allocation
+        does) and the group, in one transaction.
+
+        :returns: (group uuid, [(member uuid, node id or None)]).
+        :raises: AllocationGroupNotFound, InvalidState (nothing deleted).
+        """
+
+    @abc.abstractmethod
+    def get_allocating_group_ids(self, conductor_id):
+        """Ids of the allocating groups a conductor owns."""
+
+    @abc.abstractmethod
+    def get_orphan_allocation_groups(self, alive_ids):
+        """(id, conductor_affinity) of allocating groups whose owner is
+        not among ``alive_ids``."""
+
+    @abc.abstractmethod
+    def take_over_allocation_group(self, group_id, old_conductor_id,
+                                   new_conductor_id):
+        """Move an allocating group and its allocating members from the
+        old conductor to the new one, in one conditional transaction.
+
+        :returns: True for the one conductor that wins.
+        """
+
     @abc.abstractmethod
     def count_allocations_by_state(self):
         """[(state, kind, count)] of the allocations table, one query."""
 
     @abc.abstractmethod
     def get_allocating_ids(self, conductor_id):
-        """Ids of allocating allocations owned by a conductor."""
+        """Ids of allocating allocations owned by a conductor, outside
+        groups (a group's members are driven with their group)."""
 
     @abc.abstractmethod
     def get_orphan_allocations(self, alive_ids):
-        """(id, conductor_affinity) of allocating allocations whose owner
-        is not among ``alive_ids``."""
+        """(id, conductor_affinity) of allocating allocations outside
+        groups whose owner is not among ``alive_ids``."""
 
     @abc.abstractmethod
     def get_long_allocating(self, older_than):

@@ -953,6 +953,12 @@ class Connection(api.Connection):
                                       {'id': allocation_id}).first()
             if allocation is None:
                 raise exception.AllocationNotFound(allocation=allocation_id)
+            group = conn.execute(stmts.GROUP_STATE_OF_ALLOCATION,
+                                 {'id': allocation_id}).first()
+            if group is not None and group.state == states.GROUP_ALLOCATING:
+                # NOTE: the group commits or fails as a whole.
+                raise exception.AllocationInAllocatingGroup(
+                    allocation=allocation.uuid, group=group.uuid)
             _delete_hold(conn, allocation, node_states)
         return allocation.uuid, allocation.node_id
 
@@ -1170,6 +1176,194 @@ class Connection(api.Connection):
             _delete_hold(conn, reservation, node_states)
         return reservation.uuid, reservation.node_id
 
+    # Allocation groups (extension 1.3)
+
+    @retry_on_conflict
+    def create_allocation_group(self, values, members, released_ids,
+                                limits=None):
+        values = _naive_lease_end(values)
+        with _connection_for_write() as conn:
+            if limits:
+                # NOTE: every new member is one more hold, counted as a
+                # single allocation's, under the one lock of the project.
+                usage = _lock_and_count(conn, limits.project)
+                for member in members:
+                    refusal = limits.refusal(usage,
+                                             member['resource_class'])
+                    if refusal is not None:
+                        raise refusal
+                    usage[member['resource_class']] = usage.get(
+                        member['resource_class'], 0) + 1
+            for allocation_id in released_ids:
+                group = conn.execute(stmts.GROUP_STATE_OF_ALLOCATION,
+                                     {'id': allocation_id}).first()
+                if group is not None and (
+                        group.state == states.GROUP_ALLOCATING):
+                    uuid = conn.execute(stmts.ALLOCATION_BY['id'], {
+                        'value': allocation_id}).first().uuid
+                    raise exception.AllocationInAllocatingGroup(
+                        allocation=uuid, group=group.uuid)
+            try:
+                result = conn.execute(stmts.INSERT_GROUP, values)
+            except db_exc.DBDuplicateEntry as exc:
+                columns = exc.columns or []
+                if 'name' in columns or \
+                        'uniq_allocation_groups0name' in columns:
+                    raise exception.AllocationGroupDuplicateName(
+                        name=values.get('name'))
+                raise exception.AllocationGroupAlreadyExists(
+                    uuid=values['uuid'])
+            group_id = result.inserted_primary_key[0]
+            for member in members:
+                self._insert_allocation(conn, dict(member,
+                                                   group_id=group_id))
+            return conn.execute(stmts.GROUP_BY['id'],
+                                {'value': group_id}).first()
+
+    def get_allocation_group(self, **criteria):
+        (column, value), = criteria.items()
+        with _connection_for_read() as conn:
+            row = conn.execute(stmts.GROUP_BY[column],
+                               {'value': value}).first()
+        if row is None:
+            raise exception.AllocationGroupNotFound(group=value)
+        return row
+
+    def get_allocation_group_members(self, group_id):
+        with _connection_for_read() as conn:
+            return conn.execute(stmts.GROUP_MEMBERS,
+                                {'group_id': group_id}).all()
+
+    def get_allocation_group_list(self, filters=None, limit=None,
+                                  marker=None):
+        filters = dict(filters or {})
+        g = models.AllocationGroup
+        with _session_for_read() as session:
+            query = session.query(g)
+            for key, value in filters.items():
+                if key not in ('state', 'owner'):
+                    raise ValueError('Unknown allocation group filter %s'
+                                     % key)
+                query = query.filter(getattr(g, key) == value)
+            marker_obj = None
+            if marker is not None:
+                marker_obj = session.get(g, marker)
+            return _paginate_query(g, limit, marker_obj, 'id', 'asc', query)
+
+    @retry_on_conflict
+    def commit_allocation_group(self, group_id, conductor_id, plan,
+                                node_states):
+        with _connection_for_write() as conn:
+            if conn.execute(stmts.ACTIVATE_GROUP, {
+                    'group_id': group_id,
+                    'conductor_id': conductor_id}).rowcount != 1:
+                raise exception.AllocationGroupLost(group=group_id)
+            for member in plan['releases']:
+                hold = conn.execute(stmts.ALLOCATION_FOR_DELETE,
+                                    {'id': member['allocation_id']}).first()
+                if hold is None:
+                    raise exception.AllocationGroupCommitFailed(
+                        member=member['uuid'],
+                        reason='the allocation to release is gone.')
+                try:
+                    _delete_hold(conn, hold, node_states)
+                except exception.InvalidState as exc:
+                    raise exception.AllocationGroupCommitFailed(
+                        member=member['uuid'], reason=str(exc)) from None
+            for member in plan['handovers']:
+                _hand_over(conn, member, conductor_id)
+            for member in plan['new']:
+                try:
+                    _reserve_for_allocation(
+                        conn, member['allocation_id'], conductor_id,
+                        member['node_id'], member['criteria'])
+                except exception.AllocationLost:
+                    raise exception.AllocationGroupCommitFailed(
+                        member=member['uuid'],
+                        reason='the allocation is no longer allocating '
+                               'for this conductor.') from None
+                except _NodeNotReserved:
+                    raise exception.AllocationGroupCommitFailed(
+                        member=member['uuid'], node_id=member['node_id'],
+                        reason='node %s was changed or taken since the '
+                               'search.' % member['node_id']) from None
+            for allocation_id, name in plan['names']:
+                try:
+                    conn.execute(stmts.SET_ALLOCATION_NAME,
+                                 {'id': allocation_id, 'name': name})
+                except db_exc.DBDuplicateEntry:
+                    raise exception.AllocationGroupCommitFailed(
+                        member=allocation_id,
+                        reason='the name %s is held by another '
+                               'allocation.' % name) from None
+
+    @retry_on_conflict
+    def fail_allocation_group(self, group_id, conductor_id, last_error,
+                              explanation=None):
+        with _connection_for_write() as conn:
+            if conn.execute(stmts.FAIL_GROUP, {
+                    'group_id': group_id, 'conductor_id': conductor_id,
+                    'last_error': last_error,
+                    'explanation': explanation}).rowcount != 1:
+                return False
+            conn.execute(stmts.FAIL_GROUP_MEMBERS, {
+                'group_id': group_id,
+                'last_error': 'The allocation group failed: %s'
+                              % last_error})
+        return True
+
+    @retry_on_conflict
+    def destroy_allocation_group(self, group_id, node_states=None):
+        with _connection_for_write() as conn:
+            group = conn.execute(stmts.GROUP_BY['id'].with_for_update(),
+                                 {'value': group_id}).first()
+            if group is None:
+                raise exception.AllocationGroupNotFound(group=group_id)
+            member_ids = conn.execute(
+                sa.select(stmts.ALLOCATIONS.c.id).where(
+                    stmts.ALLOCATIONS.c.group_id == group_id).order_by(
+                        stmts.ALLOCATIONS.c.id)).scalars().all()
+            released = []
+            for member_id in member_ids:
+                hold = conn.execute(stmts.ALLOCATION_FOR_DELETE,
+                                    {'id': member_id}).first()
+                _delete_hold(conn, hold, node_states)
+                released.append((hold.uuid, hold.node_id))
+            conn.execute(stmts.GROUPS.delete().where(
+                stmts.GROUPS.c.id == group_id))
+        return group.uuid, released
+
+    def get_allocating_group_ids(self, conductor_id):
+        groups = stmts.GROUPS.c
+        with _connection_for_read() as conn:
+            return conn.execute(sa.select(groups.id).where(
+                groups.state == states.GROUP_ALLOCATING,
+                groups.conductor_affinity == conductor_id)).scalars().all()
+
+    def get_orphan_allocation_groups(self, alive_ids):
+        groups = stmts.GROUPS.c
+        query = sa.select(groups.id, groups.conductor_affinity).where(
+            groups.state == states.GROUP_ALLOCATING)
+        if alive_ids:
+            query = query.where(sa.or_(
+                groups.conductor_affinity.is_(None),
+                groups.conductor_affinity.notin_(list(alive_ids))))
+        with _connection_for_read() as conn:
+            return [(row.id, row.conductor_affinity)
+                    for row in conn.execute(query)]
+
+    @retry_on_conflict
+    def take_over_allocation_group(self, group_id, old_conductor_id,
+                                   new_conductor_id):
+        with _connection_for_write() as conn:
+            if conn.execute(stmts.TAKE_OVER_GROUP, {
+                    'group_id': group_id, 'old_id': old_conductor_id,
+                    'new_id': new_conductor_id}).rowcount != 1:
+                return False
+            conn.execute(stmts.TAKE_OVER_GROUP_MEMBERS, {
+                'group_id': group_id, 'new_id': new_conductor_id})
+        return True
+
     def reading(self):
         # NOTE: enginefacade joins the reads made inside to this
         # transaction (same thread, same context) and refuses a writer.
@@ -1257,40 +1451,10 @@ class Connection(api.Connection):
     @retry_on_conflict
     def reserve_node_for_allocation(self, allocation_id, conductor_id,
                                     node_id, criteria):
-        shape, params = stmts.candidate_shape(criteria)
         try:
             with _connection_for_write() as conn:
-                # NOTE: the allocation first (the lock order of
-                # destroy_allocation too), by a conditional UPDATE rather
-                # than a locking read: one statement fewer per allocation.
-                count = conn.execute(stmts.ACTIVATE_ALLOCATION, {
-                    'allocation_id': allocation_id,
-                    'conductor_id': conductor_id,
-                    'node_id': node_id}).rowcount
-                if count != 1:
-                    raise exception.AllocationLost(allocation=allocation_id)
-                count = conn.execute(stmts.reserve_node(shape), dict(
-                    params, node_id=node_id,
-                    allocation_id=allocation_id)).rowcount
-                if count != 1:
-                    # Undoes the allocation's UPDATE with the transaction.
-                    raise _NodeNotReserved()
-                traits = set(criteria.get('traits') or [])
-                any_of = sorted({trait for group in criteria.get(
-                    'any_of_traits') or [] for trait in group})
-                if any_of:
-                    # NOTE: the members of the any-of groups the node
-                    # has are requested traits too, as deploy templates
-                    # see them.
-                    traits.update(conn.execute(stmts.NODE_TRAITS_AMONG, {
-                        'node_id': node_id, 'traits': any_of}).scalars())
-                if traits:
-                    info = conn.execute(stmts.NODE_INSTANCE_INFO,
-                                        {'node_id': node_id}).scalar()
-                    conn.execute(stmts.SET_NODE_INSTANCE_INFO, {
-                        'node_id': node_id,
-                        'instance_info': dict(info or {},
-                                              traits=sorted(traits))})
+                _reserve_for_allocation(conn, allocation_id, conductor_id,
+                                        node_id, criteria)
         except _NodeNotReserved:
             return False
         return True
@@ -1331,13 +1495,15 @@ class Connection(api.Connection):
             return [row.id for row in session.query(
                 models.Allocation.id).filter_by(
                     state=states.ALLOCATING,
-                    conductor_affinity=conductor_id)]
+                    conductor_affinity=conductor_id,
+                    # NOTE: a group's members are driven with their group.
+                    group_id=None)]
 
     def get_orphan_allocations(self, alive_ids):
         a = models.Allocation
         with _session_for_read() as session:
             query = session.query(a.id, a.conductor_affinity).filter(
-                a.state == states.ALLOCATING)
+                a.state == states.ALLOCATING, a.group_id.is_(None))
             if alive_ids:
                 query = query.filter(sa.or_(
                     a.conductor_affinity.is_(None),
@@ -1634,6 +1800,92 @@ def _free_node(conn, hold, node):
                      {'node_id': node.id, 'instance_info': info})
     else:
         conn.execute(stmts.FREE_NODE, {'node_id': node.id})
+
+
+def _reserve_for_allocation(conn, allocation_id, conductor_id, node_id,
+                            criteria):
+    """The reservation of ``node_id`` for an allocating allocation, in
+    the caller's transaction.
+
+    :raises: AllocationLost when the allocation is no longer allocating
+        and ours, _NodeNotReserved when the node is no longer a candidate
+        (the caller's transaction must then be rolled back: the
+        allocation's UPDATE is made first).
+    """
+    shape, params = stmts.candidate_shape(criteria)
+    # NOTE: the allocation first (the lock order of destroy_allocation
+    # too), by a conditional UPDATE rather than a locking read: one
+    # statement fewer per allocation.
+    count = conn.execute(stmts.ACTIVATE_ALLOCATION, {
+        'allocation_id': allocation_id,
+        'conductor_id': conductor_id,
+        'node_id': node_id}).rowcount
+    if count != 1:
+        raise exception.AllocationLost(allocation=allocation_id)
+    count = conn.execute(stmts.reserve_node(shape), dict(
+        params, node_id=node_id, allocation_id=allocation_id)).rowcount
+    if count != 1:
+        raise _NodeNotReserved()
+    traits = set(criteria.get('traits') or [])
+    any_of = sorted({trait for group in criteria.get(
+        'any_of_traits') or [] for trait in group})
+    if any_of:
+        # NOTE: the members of the any-of groups the node has are
+        # requested traits too, as deploy templates see them.
+        traits.update(conn.execute(stmts.NODE_TRAITS_AMONG, {
+            'node_id': node_id, 'traits': any_of}).scalars())
+    if traits:
+        info = conn.execute(stmts.NODE_INSTANCE_INFO,
+                            {'node_id': node_id}).scalar()
+        conn.execute(stmts.SET_NODE_INSTANCE_INFO, {
+            'node_id': node_id,
+            'instance_info': dict(info or {}, traits=sorted(traits))})
+
+
+def _hand_over(conn, member, conductor_id):
+    """One hand-over of a group's commit: the node of allocation
+    ``member['from_id']`` passes to the new allocation
+    ``member['allocation_id']``, the old one is deleted.
+
+    :raises: AllocationGroupCommitFailed (solving again cannot help: the
+        node was named by the client).
+    """
+    old = conn.execute(stmts.ALLOCATION_FOR_DELETE,
+                       {'id': member['from_id']}).first()
+    if old is None:
+        raise exception.AllocationGroupCommitFailed(
+            member=member['uuid'],
+            reason='allocation %s to hand the node over from is gone.'
+            % member['from_uuid'])
+    node = conn.execute(stmts.NODE_FOR_DEALLOCATION,
+                        {'id': member['node_id']}).first()
+    if conn.execute(stmts.HAND_OVER_NODE, {
+            'node_id': member['node_id'], 'old_id': old.id,
+            'old_uuid': old.uuid, 'new_id': member['allocation_id'],
+            'new_uuid': member['uuid']}).rowcount != 1:
+        if node is None:
+            reason = 'its node is gone.'
+        elif node.allocation_id != old.id:
+            reason = ('node %s is no longer held by allocation %s.'
+                      % (node.uuid, old.uuid))
+        elif node.reservation is not None:
+            reason = ('node %s is locked by conductor %s.'
+                      % (node.uuid, node.reservation))
+        else:
+            reason = ('node %s is in provision state "%s"; a hand-over '
+                      'needs one of %s.' % (node.uuid, node.provision_state,
+                                            ', '.join(
+                                                states.HANDOVER_STATES)))
+        raise exception.AllocationGroupCommitFailed(member=member['uuid'],
+                                                    reason=reason)
+    conn.execute(stmts.DELETE_ALLOCATION, {'id': old.id})
+    if conn.execute(stmts.ACTIVATE_ALLOCATION, {
+            'allocation_id': member['allocation_id'],
+            'conductor_id': conductor_id,
+            'node_id': member['node_id']}).rowcount != 1:
+        raise exception.AllocationGroupCommitFailed(
+            member=member['uuid'], reason='the allocation is no longer '
+                                          'allocating for this conductor.')
 
 
 def _naive_lease_end(values):

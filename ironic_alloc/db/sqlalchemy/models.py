@@ -243,6 +243,7 @@ class Allocation(Base):
         sa.Index('allocations_kind_idx', 'kind', 'id'),
         # NOTE: the expiry of leases looks for the holds whose time passed.
         sa.Index('allocations_expires_at_idx', 'expires_at'),
+        sa.Index('allocations_group_id_idx', 'group_id'),
         dict(sqlite_autoincrement=True, **table_args()),
     )
     id = sa.Column(sa.Integer, primary_key=True, autoincrement=True)
@@ -270,6 +271,43 @@ class Allocation(Base):
     instance_uuid = sa.Column(sa.String(36), nullable=True)
     # NOTE: the end of the hold's lease (UTC, compared with the database
     # clock); NULL means no expiry, Ironic's behaviour.
+    expires_at = sa.Column(sa.DateTime, nullable=True)
+    # NOTE: the allocation group (extension 1.3) the allocation was made
+    # or handed over in; NULL for a single allocation.
+    group_id = sa.Column(sa.Integer, nullable=True)
+
+
+class AllocationGroup(Base):
+    """Allocations changed together, in one transaction or not at all
+    (extension 1.3).
+
+    ``spec`` holds the normalised members ({allocation uuid: member}),
+    what the conductor solves; the new members' rows exist from the
+    group's creation (state allocating), the released and handed-over
+    allocations are deleted by the commit that makes the group active.
+    """
+
+    __tablename__ = 'allocation_groups'
+    __table_args__ = (
+        sa.UniqueConstraint('uuid', name='uniq_allocation_groups0uuid'),
+        sa.UniqueConstraint('name', name='uniq_allocation_groups0name'),
+        # NOTE: re-drive and take-over look for allocating groups by
+        # owner conductor, as for allocations.
+        sa.Index('allocation_groups_state_affinity_idx', 'state',
+                 'conductor_affinity'),
+        sa.Index('allocation_groups_owner_idx', 'owner'),
+        dict(sqlite_autoincrement=True, **table_args()),
+    )
+    id = sa.Column(sa.Integer, primary_key=True, autoincrement=True)
+    uuid = sa.Column(sa.String(36), nullable=False)
+    name = sa.Column(sa.String(255), nullable=True)
+    state = sa.Column(sa.String(15), nullable=False)
+    owner = sa.Column(sa.String(255), nullable=True)
+    last_error = sa.Column(sa.Text, nullable=True)
+    # NOTE: the member that could not be satisfied and its funnel.
+    explanation = sa.Column(db_types.JsonEncodedDict, nullable=True)
+    spec = sa.Column(db_types.JsonEncodedDict, nullable=True)
+    conductor_affinity = sa.Column(sa.Integer, nullable=True)
     expires_at = sa.Column(sa.DateTime, nullable=True)
 
 

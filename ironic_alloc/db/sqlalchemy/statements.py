@@ -26,6 +26,7 @@ from ironic_alloc.common import states
 from ironic_alloc.db.sqlalchemy import models
 
 ALLOCATIONS = models.Allocation.__table__
+GROUPS = models.AllocationGroup.__table__
 NODES = models.Node.__table__
 NODE_TRAITS = models.NodeTrait.__table__
 PROJECT_LOCKS = models.ProjectLock.__table__
@@ -667,3 +668,88 @@ RENEW_RESERVATION = ALLOCATIONS.update().where(
     ALLOCATIONS.c.id == _bind('reservation_id', ALLOCATIONS.c.id),
     IS_RESERVATION,
 ).values(expires_at=_bind('expires_at', ALLOCATIONS.c.expires_at))
+
+
+# Allocation groups (extension 1.3)
+
+INSERT_GROUP = GROUPS.insert()
+
+GROUP_BY = {
+    column: sa.select(GROUPS).where(
+        GROUPS.c[column] == _bind('value', GROUPS.c[column]))
+    for column in ('id', 'uuid', 'name')
+}
+
+# The members of group "group_id" (the rows it created), with their
+# nodes' UUIDs.
+GROUP_MEMBERS = sa.select(
+    ALLOCATIONS, _NODE_UUID_OF_ALLOCATION.label('node_uuid'),
+).where(ALLOCATIONS.c.group_id == _bind('group_id', ALLOCATIONS.c.group_id)
+        ).order_by(ALLOCATIONS.c.id)
+
+# The state of the group of allocation "id" (None: no group).
+GROUP_STATE_OF_ALLOCATION = sa.select(GROUPS.c.uuid, GROUPS.c.state).where(
+    GROUPS.c.id == ALLOCATIONS.c.group_id,
+    ALLOCATIONS.c.id == _bind('id', ALLOCATIONS.c.id))
+
+# The commit's first write: the group becomes active only while it is
+# still allocating and owned by "conductor_id".
+ACTIVATE_GROUP = GROUPS.update().where(
+    GROUPS.c.id == _bind('group_id', GROUPS.c.id),
+    GROUPS.c.state == states.GROUP_ALLOCATING,
+    GROUPS.c.conductor_affinity == _bind('conductor_id',
+                                         GROUPS.c.conductor_affinity),
+).values(state=states.GROUP_ACTIVE, last_error=None, explanation=None)
+
+# A failed group (the same condition), then its new members.
+FAIL_GROUP = GROUPS.update().where(
+    GROUPS.c.id == _bind('group_id', GROUPS.c.id),
+    GROUPS.c.state == states.GROUP_ALLOCATING,
+    GROUPS.c.conductor_affinity == _bind('conductor_id',
+                                         GROUPS.c.conductor_affinity),
+).values(state=states.GROUP_ERROR,
+         last_error=_bind('last_error', GROUPS.c.last_error),
+         explanation=_bind('explanation', GROUPS.c.explanation))
+
+FAIL_GROUP_MEMBERS = ALLOCATIONS.update().where(
+    ALLOCATIONS.c.group_id == _bind('group_id', ALLOCATIONS.c.group_id),
+    ALLOCATIONS.c.state == states.ALLOCATING,
+).values(state=states.ALLOCATION_ERROR,
+         last_error=_bind('last_error', ALLOCATIONS.c.last_error))
+
+# Take-over of a group: the group and its allocating members move to
+# "new_id" only while "old_id" owns the group.
+TAKE_OVER_GROUP = GROUPS.update().where(
+    GROUPS.c.id == _bind('group_id', GROUPS.c.id),
+    GROUPS.c.state == states.GROUP_ALLOCATING,
+    GROUPS.c.conductor_affinity == _bind('old_id',
+                                         GROUPS.c.conductor_affinity),
+).values(conductor_affinity=_bind('new_id', GROUPS.c.conductor_affinity))
+
+TAKE_OVER_GROUP_MEMBERS = ALLOCATIONS.update().where(
+    ALLOCATIONS.c.group_id == _bind('group_id', ALLOCATIONS.c.group_id),
+    ALLOCATIONS.c.state == states.ALLOCATING,
+).values(conductor_affinity=_bind('new_id',
+                                  ALLOCATIONS.c.conductor_affinity))
+
+# A member's name, written in the commit that deleted the allocation it
+# takes it from (a swap).
+SET_ALLOCATION_NAME = ALLOCATIONS.update().where(
+    ALLOCATIONS.c.id == _bind('id', ALLOCATIONS.c.id)).values(
+        name=_bind('name', ALLOCATIONS.c.name))
+
+# A hand-over: node "node_id" passes from allocation "old_id" to
+# "new_id" (UUID "new_uuid") while it is unlocked, held by the old one
+# and in a state of states.HANDOVER_STATES; its instance moves with it
+# when it was the old allocation's ("old_uuid").
+HAND_OVER_NODE = NODES.update().where(
+    NODES.c.id == _bind('node_id', NODES.c.id),
+    NODE_UNLOCKED,
+    NODES.c.allocation_id == _bind('old_id', NODES.c.allocation_id),
+    NODES.c.provision_state.in_(states.HANDOVER_STATES),
+).values(
+    allocation_id=_bind('new_id', NODES.c.allocation_id),
+    instance_uuid=sa.case(
+        (NODES.c.instance_uuid == _bind('old_uuid', NODES.c.instance_uuid),
+         _bind('new_uuid', NODES.c.instance_uuid)),
+        else_=NODES.c.instance_uuid))

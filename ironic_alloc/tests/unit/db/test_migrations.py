@@ -381,6 +381,34 @@ class MigrationCheckersMixin:
                 "'7a2e4c19-0b3d-4e6f-8a1c-5d9e2f4b6c03'")).one()))
             conn.execute(sa.text('DELETE FROM nodes'))
 
+    def _check_a7d2e9c4b816(self, engine, data):
+        self.assertEqual(
+            {'id', 'uuid', 'name', 'state', 'owner', 'last_error',
+             'explanation', 'spec', 'conductor_affinity', 'expires_at',
+             'created_at', 'updated_at'},
+            self._columns(engine, 'allocation_groups'))
+        self.assertIn('group_id', self._columns(engine, 'allocations'))
+        by_name = {i['name']: i for i in
+                   sa.inspect(engine).get_indexes('allocations')}
+        self.assertEqual(['group_id'],
+                         by_name['allocations_group_id_idx']['column_names'])
+        groups = sa.table('allocation_groups', sa.column('uuid'),
+                          sa.column('name'), sa.column('state'))
+        self._insert(engine, groups, {
+            'uuid': '0b6f1e2a-3c4d-4e5f-8a9b-1c2d3e4f5a61', 'name': 'g',
+            'state': 'allocating'})
+        # Names and UUIDs are unique, as an allocation's.
+        self.assertRaises(db_exc.DBDuplicateEntry, self._insert, engine,
+                          groups, {'uuid': '0b6f1e2a-3c4d-4e5f-8a9b-'
+                                           '1c2d3e4f5a62',
+                                   'name': 'g', 'state': 'allocating'})
+        self.assertRaises(db_exc.DBDuplicateEntry, self._insert, engine,
+                          groups, {'uuid': '0b6f1e2a-3c4d-4e5f-8a9b-'
+                                           '1c2d3e4f5a61',
+                                   'state': 'allocating'})
+        with engine.begin() as conn:
+            conn.execute(sa.text('DELETE FROM allocation_groups'))
+
     def _insert(self, engine, table, values):
         with engine.begin() as conn:
             conn.execute(table.insert().values(**values))

@@ -27,9 +27,10 @@ RELEASE_MAPPING = {
         },
     },
     CURRENT: {
-        'rpc': '1.2',
+        'rpc': '1.3',
         'objects': {
-            'Allocation': '1.3',
+            'Allocation': '1.4',
+            'AllocationGroup': '1.0',
             'AllocationCRUDNotification': '1.0',
             'AllocationCRUDPayload': '1.1',
             'AllocationHoldNotification': '1.0',

@@ -31,7 +31,7 @@ class ConductorManager:
 
     # NOTE: must equal rpcapi.RPC_API_VERSION.  Messages of every 1.x
     # version are accepted: arguments added since 1.0 have defaults.
-    RPC_API_VERSION = '1.2'
+    RPC_API_VERSION = '1.3'
     target = messaging.Target(version=RPC_API_VERSION)
 
     def __init__(self, host, pool, allocation_worker, backend):
@@ -160,6 +160,11 @@ class ConductorManager:
             self.allocation_worker.start(allocation_id)
             return False
         return self.allocation_worker.wait(allocation_id, wait)
+
+    def create_allocation_group(self, context, group_id):
+        """Since RPC 1.3: the group's rows exist already; start working on
+        it (a cast)."""
+        self.allocation_worker.start_group(group_id)
 
     @messaging.expected_exceptions(*_EXPECTED)
     def destroy_allocation(self, context, allocation_id):

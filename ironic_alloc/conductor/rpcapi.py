@@ -6,6 +6,7 @@ API version history:
           power actions, allocation creation (cast) and deletion (call).
     1.1 - change_node_power_state: ``timeout`` argument.
     1.2 - create_allocation: ``wait`` argument; sent as a call with it.
+    1.3 - create_allocation_group (cast): allocation groups.
 
 Released versions are recorded in common/release_mappings.py; while
 ``[DEFAULT]pin_release_version`` is set, the client sends nothing newer
@@ -32,7 +33,7 @@ LOG = log.getLogger(__name__)
 
 # NOTE: must equal ConductorManager.RPC_API_VERSION and the 'master' entry
 # of common/release_mappings.py.
-RPC_API_VERSION = '1.2'
+RPC_API_VERSION = '1.3'
 
 # NOTE: how many times a message is re-sent when the broker connection
 # fails.  oslo.messaging's default (None) retries forever: while the broker
@@ -327,6 +328,26 @@ class ConductorAPI:
                                      'id': allocation_id, 'host': host,
                                      'exc': exc})
         return False
+
+    def create_allocation_group(self, context, group_id, host):
+        """Wake conductor ``host`` up to process an allocation group (a
+        cast).
+
+        The group is committed with conductor_affinity = that conductor,
+        which re-drives its groups periodically: transport errors are
+        logged, never raised.
+        """
+        try:
+            with request_slots.released():
+                self.client.prepare(server=host, version='1.3',
+                                    retry=SEND_RETRIES).cast(
+                    context, 'create_allocation_group', group_id=group_id)
+        except Exception as exc:
+            metrics.rpc_failure('create_allocation_group', metrics.RPC_OTHER)
+            LOG.warning('Cast of allocation group %(id)s to %(host)s failed '
+                        '(%(exc)s); the conductor re-drives it from the '
+                        'database', {'id': group_id, 'host': host,
+                                     'exc': exc})
 
     @_wrap_transport_errors
     def destroy_allocation(self, context, allocation_id, host):

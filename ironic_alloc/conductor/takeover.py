@@ -49,6 +49,11 @@ class TakeOver:
                 self._registration.id):
             if self._worker.start(allocation_id):
                 metrics.allocation_redriven()
+        # NOTE: a group's members are driven with their group, never one
+        # by one (get_allocating_ids leaves them out).
+        for group_id in self.dbapi.get_allocating_group_ids(
+                self._registration.id):
+            self._worker.start_group(group_id)
 
     def take_over(self):
         """Take the allocating rows of dead conductors."""
@@ -67,35 +72,68 @@ class TakeOver:
                                            allocation_id, 'takeover',
                                            'success')
                 self._worker.start(allocation_id)
+        for group_id, owner in self.dbapi.get_orphan_allocation_groups(
+                alive_ids):
+            if self.dbapi.take_over_allocation_group(group_id, owner, me):
+                LOG.info('Took over allocation group %(id)s from dead '
+                         'conductor %(owner)s',
+                         {'id': group_id, 'owner': owner})
+                self._worker.start_group(group_id)
 
     def hand_back(self):
         """Give unfinished allocations to a live peer at once, instead of
         leaving them until our heartbeat times out."""
         me = self._registration.id
         try:
-            left = self.dbapi.get_allocating_ids(me)
-            if not left:
-                return
-            peers = [c for c in self._registration.alive_conductors()
-                     if c.id != me]
-            if not peers:
-                LOG.warning('%d allocations stay with this stopped '
-                            'conductor: no live peer to hand them to; they '
-                            'resume when it restarts or a peer takes them '
-                            'over', len(left))
-                return
-            client = rpcapi.ConductorAPI()
-            for allocation_id in left:
-                peer = random.choice(peers)
-                if self.dbapi.take_over_allocation(allocation_id, me,
-                                                   peer.id):
-                    client.create_allocation(self.context, allocation_id,
-                                             peer.hostname)
-            LOG.info('Handed %d unfinished allocations to live peers',
-                     len(left))
+            self._hand_back_allocations(me)
         except Exception:
             LOG.exception('Handing back allocations failed; peers take '
                           'them over after the heartbeat timeout')
+        try:
+            self._hand_back_groups(me)
+        except Exception:
+            LOG.exception('Handing back allocation groups failed; peers '
+                          'take them over after the heartbeat timeout')
+
+    def _hand_back_allocations(self, me):
+        left = self.dbapi.get_allocating_ids(me)
+        if not left:
+            return
+        peers = [c for c in self._registration.alive_conductors()
+                 if c.id != me]
+        if not peers:
+            LOG.warning('%d allocations stay with this stopped '
+                        'conductor: no live peer to hand them to; they '
+                        'resume when it restarts or a peer takes them '
+                        'over', len(left))
+            return
+        client = rpcapi.ConductorAPI()
+        for allocation_id in left:
+            peer = random.choice(peers)
+            if self.dbapi.take_over_allocation(allocation_id, me,
+                                               peer.id):
+                client.create_allocation(self.context, allocation_id,
+                                         peer.hostname)
+        LOG.info('Handed %d unfinished allocations to live peers',
+                 len(left))
+
+    def _hand_back_groups(self, me):
+        left = self.dbapi.get_allocating_group_ids(me)
+        if not left:
+            return
+        peers = [c for c in self._registration.alive_conductors()
+                 if c.id != me]
+        if not peers:
+            return
+        client = rpcapi.ConductorAPI()
+        for group_id in left:
+            peer = random.choice(peers)
+            if self.dbapi.take_over_allocation_group(group_id, me,
+                                                     peer.id):
+                client.create_allocation_group(self.context, group_id,
+                                               peer.hostname)
+        LOG.info('Handed %d unfinished allocation groups to live peers',
+                 len(left))
 
     def release_dead_locks(self):
         """Release the node locks held by dead conductors."""

@@ -12,6 +12,7 @@ from oslo_log import log
 from ironic_alloc.common import context as ia_context
 from ironic_alloc.common import exception
 from ironic_alloc.conductor import allocations
+from ironic_alloc.conductor import groups
 from ironic_alloc.conf import CONF
 
 LOG = log.getLogger(__name__)
@@ -112,7 +113,8 @@ class WorkerPool:
 
 class AllocationWorker:
     """Runs allocations.do_allocate on the pool, at most once at a time
-    per allocation.
+    per allocation, and groups.do_allocate_group at most once at a time
+    per allocation group.
 
     A full pool leaves an allocation for the next re-drive pass
     (takeover.TakeOver.redrive): its row stays allocating and ours.
@@ -123,7 +125,8 @@ class AllocationWorker:
         self._pool = pool
         self._registration = registration
         self._backend = backend
-        # {allocation id: future of its work on the pool}
+        # {allocation id, or ('group', group id): future of its work on
+        # the pool}
         self._in_flight = {}
         self._lock = threading.Lock()
         self._stopping = False
@@ -134,6 +137,16 @@ class AllocationWorker:
         :returns: True when the work was started now.
         """
         started, _future = self._start(allocation_id)
+        return started
+
+    def start_group(self, group_id):
+        """Work on an allocation group unless that work is already in
+        flight.
+
+        :returns: True when the work was started now.
+        """
+        started, _future = self._start(
+            ('group', group_id), groups.do_allocate_group, group_id)
         return started
 
     def wait(self, allocation_id, timeout):
@@ -159,33 +172,44 @@ class AllocationWorker:
         with self._lock:
             self._stopping = True
 
-    def _start(self, allocation_id):
-        """:returns: (started now, future of the work or None)."""
+    def _start(self, key, work=allocations.do_allocate, work_id=None):
+        """:param key: the in-flight key: an allocation id, or ('group',
+            group id) with ``work`` and its ``work_id``.
+        :returns: (started now, future of the work or None)."""
+        work_id = key if work_id is None else work_id
         with self._lock:
             if self._stopping:
                 return False, None
-            future = self._in_flight.get(allocation_id)
+            future = self._in_flight.get(key)
             if future is not None:
                 return False, future
             try:
                 future = self._pool.submit(
-                    allocations.do_allocate, self.context, allocation_id,
-                    self._registration.id, self._backend)
+                    work, self.context, work_id, self._registration.id,
+                    self._backend)
             except (futurist.RejectedSubmission, RuntimeError):
-                LOG.warning('No free worker for allocation %s; it waits '
-                            'for the next re-drive', allocation_id)
+                LOG.warning('No free worker for %s; it waits for the next '
+                            're-drive', _what(key))
                 return False, None
-            self._in_flight[allocation_id] = future
-        future.add_done_callback(functools.partial(self._done,
-                                                   allocation_id))
+            self._in_flight[key] = future
+        future.add_done_callback(functools.partial(self._done, key))
         return True, future
 
-    def _done(self, allocation_id, future):
+    def _done(self, key, future):
         with self._lock:
-            self._in_flight.pop(allocation_id, None)
+            self._in_flight.pop(key, None)
         if future.exception() is not None:
-            LOG.error('Processing allocation %(id)s failed; it is retried '
-                      'by the next re-drive: %(exc)s',
-                      {'id': allocation_id, 'exc': future.exception()})
+            LOG.error('Processing %(what)s failed; it is retried by the '
+                      'next re-drive: %(exc)s',
+                      {'what': _what(key), 'exc': future.exception()})
+        elif isinstance(key, tuple):
+            for node_id in future.result() or ():
+                self._backend.node_reserved(node_id)
         elif future.result() is not None:
             self._backend.node_reserved(future.result())
+
+
+def _what(key):
+    if isinstance(key, tuple):
+        return 'allocation group %s' % key[1]
+    return 'allocation %s' % key

@@ -22,6 +22,19 @@ allocation_opts = [
                help='Where allocations find and claim their nodes. Every '
                     'conductor of a deployment must use the same backend; '
                     'changing it needs a restart of the conductors.'),
+    cfg.IntOpt('max_group_size',
+               default=100, min=1,
+               help='The most members (new, handed-over and released '
+                    'allocations together) one allocation group may have '
+                    '(API extension 1.3); a larger request is refused with '
+                    'a 400.'),
+    cfg.IntOpt('group_retries',
+               default=3, min=0,
+               help='How many times a conductor solves an allocation '
+                    'group again, without the node that changed '
+                    'underneath, when its one-transaction commit finds a '
+                    'node taken since the search; then the group fails. '
+                    '0: it fails at the first such commit.'),
 ]
 
 

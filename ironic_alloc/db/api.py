@@ -470,8 +470,9 @@ class Connection(metaclass=abc.ABCMeta):
             (state allocating); group_id is set here.
         :param released_ids: ids of the allocations the group releases or
             hands over, which must not belong to an allocating group.
-        :param limits: a common.limits.ProjectLimits: every new member
-            counts as one hold, checked under the project's lock.
+        :param limits: common.limits.ProjectLimits of the members' owners
+            (a list): every new member counts as one hold of its owner,
+            checked under the project's lock.
         :returns: the group's row.
         :raises: AllocationGroupDuplicateName, AllocationGroupAlreadyExists,
             AllocationDuplicateName, AllocationAlreadyExists,
@@ -485,6 +486,10 @@ class Connection(metaclass=abc.ABCMeta):
 
         :raises: AllocationGroupNotFound.
         """
+
+    @abc.abstractmethod
+    def get_allocation_group_uuids(self, group_ids):
+        """{id: uuid} of the given groups."""
 
     @abc.abstractmethod
     def get_allocation_group_members(self, group_id):

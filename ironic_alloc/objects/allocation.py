@@ -15,7 +15,8 @@ class Allocation(base.IronicAllocObject):
     # Version 1.2: explanation (the funnel of a failed allocation)
     # Version 1.3: kind, instance_uuid, expires_at (reservations and
     #              leases, API extension 1.2)
-    VERSION = '1.3'
+    # Version 1.4: group_id (allocation groups, API extension 1.3)
+    VERSION = '1.4'
 
     dbapi = db_api.get_instance()
 
@@ -37,6 +38,7 @@ class Allocation(base.IronicAllocObject):
         'kind': fields.StringField(default='allocation'),
         'instance_uuid': fields.UUIDField(nullable=True),
         'expires_at': fields.DateTimeField(nullable=True),
+        'group_id': fields.IntegerField(nullable=True),
         'created_at': fields.DateTimeField(nullable=True),
         'updated_at': fields.DateTimeField(nullable=True),
     }
@@ -44,6 +46,8 @@ class Allocation(base.IronicAllocObject):
     def obj_make_compatible(self, primitive, target_version):
         super().obj_make_compatible(primitive, target_version)
         version = versionutils.convert_version_to_tuple(target_version)
+        if version < (1, 4):
+            primitive.pop('group_id', None)
         if version < (1, 3):
             for name in ('kind', 'instance_uuid', 'expires_at'):
                 primitive.pop(name, None)
@@ -55,6 +59,8 @@ class Allocation(base.IronicAllocObject):
     def lowest_version(self):
         """The oldest version of this object that carries all the data
         of this allocation: below it, obj_make_compatible() drops some."""
+        if self.group_id is not None:
+            return '1.4'
         if (self.kind != states.ALLOCATION_KIND
                 or self.instance_uuid is not None
                 or self.expires_at is not None):

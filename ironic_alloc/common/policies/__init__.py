@@ -7,6 +7,7 @@ oslopolicy-sample-generator and the documentation.
 import itertools
 
 from ironic_alloc.common.policies import allocation
+from ironic_alloc.common.policies import allocation_group
 from ironic_alloc.common.policies import base
 from ironic_alloc.common.policies import chassis
 from ironic_alloc.common.policies import node
@@ -16,5 +17,5 @@ from ironic_alloc.common.policies import service
 
 def list_rules():
     return list(itertools.chain(base.rules, node.rules, allocation.rules,
-                                reservation.rules, chassis.rules,
+                                allocation_group.rules, reservation.rules, chassis.rules,
                                 service.rules))

@@ -91,6 +91,11 @@ class AllocationBackend(metaclass=abc.ABCMeta):
     def node_id_changed(self, node_id):
         """node_changed() for a node known by its id."""
 
+    def groups_refused(self):
+        """Why this backend cannot process allocation groups (the
+        group's last_error), or None when it can."""
+        return None
+
     def node_reserved(self, node_id):
         """reserve() reserved this node for an allocation: it is no longer
         pickable."""

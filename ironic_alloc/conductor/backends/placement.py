@@ -165,6 +165,14 @@ class PlacementBackend(base.AllocationBackend):
         # NOTE: the uuid is read on the sync thread, not the caller's.
         self._submit(self._sync_node_id, node_id)
 
+    def groups_refused(self):
+        # NOTE: the group's claims in Placement (one POST /allocations)
+        # are not made by this release: without them the nodes a group
+        # holds would look free in Placement.
+        return ('Allocation groups need the database allocation backend '
+                'in this release ([allocation]backend = database); this '
+                'deployment uses Placement.')
+
     def node_reserved(self, node_id):
         """Nothing to write: the allocation's claim holds the provider's
         one unit already, so Placement offers the node to nobody.  The

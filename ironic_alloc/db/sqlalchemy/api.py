@@ -1183,17 +1183,21 @@ class Connection(api.Connection):
                                 limits=None):
         values = _naive_lease_end(values)
         with _connection_for_write() as conn:
-            if limits:
-                # NOTE: every new member is one more hold, counted as a
-                # single allocation's, under the one lock of the project.
-                usage = _lock_and_count(conn, limits.project)
+            # NOTE: every new member is one more hold of its owner,
+            # counted as a single allocation's under the project's lock;
+            # projects are locked in name order, so two groups never
+            # deadlock on them.
+            for project_limits in sorted(limits or (),
+                                         key=lambda lim: lim.project):
+                usage = _lock_and_count(conn, project_limits.project)
                 for member in members:
-                    refusal = limits.refusal(usage,
-                                             member['resource_class'])
+                    if member.get('owner') != project_limits.project:
+                        continue
+                    resource_class = member['resource_class']
+                    refusal = project_limits.refusal(usage, resource_class)
                     if refusal is not None:
                         raise refusal
-                    usage[member['resource_class']] = usage.get(
-                        member['resource_class'], 0) + 1
+                    usage[resource_class] = usage.get(resource_class, 0) + 1
             for allocation_id in released_ids:
                 group = conn.execute(stmts.GROUP_STATE_OF_ALLOCATION,
                                      {'id': allocation_id}).first()
@@ -1228,6 +1232,9 @@ class Connection(api.Connection):
         if row is None:
             raise exception.AllocationGroupNotFound(group=value)
         return row
+
+    def get_allocation_group_uuids(self, group_ids):
+        return _uuids_by_id(models.AllocationGroup, group_ids)
 
     def get_allocation_group_members(self, group_id):
         with _connection_for_read() as conn:

@@ -13,6 +13,7 @@ from ironic_alloc import api
 from ironic_alloc.api.controllers import link
 from ironic_alloc.api.controllers import routing
 from ironic_alloc.api.controllers.v1 import allocation
+from ironic_alloc.api.controllers.v1 import allocation_group
 from ironic_alloc.api.controllers.v1 import chassis
 from ironic_alloc.api.controllers.v1 import conductor
 from ironic_alloc.api.controllers.v1 import driver
@@ -112,6 +113,8 @@ class Controller(rest.RestController):
 # ironic_alloc's own endpoints, gated by their extension feature.
 extensions.ENDPOINTS['reservations'] = (
     'reservations', reservation.ReservationsController())
+extensions.ENDPOINTS['allocation_groups'] = (
+    'allocation_groups', allocation_group.AllocationGroupsController())
 
 for _name, _feature in unsupported.TOP_LEVEL_FEATURES.items():
     setattr(Controller, _name, unsupported.feature_controller(_feature)())

@@ -112,6 +112,9 @@ class Allocation(base.APIBase):
     ttl = wsme.wsattr(types.jsontype)
     """Request only: the lease in seconds from now (extension 1.2)"""
 
+    group_uuid = wsme.wsattr(types.uuid, readonly=True)
+    """The allocation group the allocation was made in (extension 1.3)"""
+
     links = wsme.wsattr([link.Link], readonly=True)
     """A list containing a self link and associated allocation links"""
 
@@ -125,10 +128,13 @@ _WIRE_FIELDS = frozenset(
                                                           'ttl'}
 
 
-def convert_with_links(rpc_allocation, node_uuids, fields=None):
+def convert_with_links(rpc_allocation, node_uuids, fields=None,
+                       group_uuids=None):
     """The wire form of an allocation for the request version.
 
     :param node_uuids: {node id: node uuid}, preloaded for a whole page.
+    :param group_uuids: {group id: group uuid}, preloaded for a whole
+        page; read here when not given.
     """
     allocation = Allocation()
     for name in ('uuid', 'name', 'state', 'last_error', 'resource_class',
@@ -141,6 +147,12 @@ def convert_with_links(rpc_allocation, node_uuids, fields=None):
     allocation.node_uuid = node_uuids.get(rpc_allocation.node_id)
     allocation.expires_at = leases.shown(rpc_allocation.expires_at)
     allocation.ttl = wtypes.Unset
+    allocation.group_uuid = None
+    if rpc_allocation.group_id is not None and \
+            extensions.allow_extension('allocation_groups'):
+        if group_uuids is None:
+            group_uuids = _group_uuids([rpc_allocation])
+        allocation.group_uuid = group_uuids.get(rpc_allocation.group_id)
     allocation.links = link.make_links('allocations', allocation.uuid)
     for name, gate in _VERSIONED_FIELDS.items():
         if not gate():
@@ -158,6 +170,15 @@ def _node_uuids(allocations):
     if not ids:
         return {}
     return objects.Node.uuids_by_id(api.request.context, ids)
+
+
+def _group_uuids(allocations):
+    """{group id: uuid} for the groups of a page, in one query (none
+    below the extension version that shows them)."""
+    ids = [a.group_id for a in allocations if a.group_id is not None]
+    if not ids or not extensions.allow_extension('allocation_groups'):
+        return {}
+    return objects.AllocationGroup.uuids_by_id(api.request.context, ids)
 
 
 class AllocationCollection(collection.Collection):
@@ -181,7 +202,7 @@ def _check_fields(fields):
     utils.check_for_invalid_fields(fields, _WIRE_FIELDS)
 
 
-def _check_name(name):
+def check_name(name):
     if not utils.is_valid_logical_name(name) or uuidutils.is_uuid_like(
             name):
         raise exception.Invalid(
@@ -260,8 +281,10 @@ def _list(query, resource, node=None):
         api.request.context, filters=filters, limit=limit, marker=marker,
         sort_key=sort_key, sort_dir=sort_dir)
     node_uuids = _node_uuids(allocations)
+    group_uuids = _group_uuids(allocations)
     page = AllocationCollection()
-    page.allocations = [convert_with_links(a, node_uuids, fields)
+    page.allocations = [convert_with_links(a, node_uuids, fields,
+                                           group_uuids)
                         for a in allocations]
     page.next = collection.next_link(
         resource, {k: v for k, v in query.items()
@@ -418,6 +441,17 @@ def _values_of(allocation):
         NotAuthorized (403).
     """
     given = allocation.as_dict()
+    return given, new_allocation_values(given)
+
+
+def new_allocation_values(given):
+    """The validated values of a new allocation's fields (``given``,
+    those of a POST body, validated by their types): the checks of
+    _values_of(), shared with the members of allocation groups.
+
+    :raises: Invalid and its kind (400), NotAcceptable (406),
+        NotAuthorized (403).
+    """
     extensions.check_fields(
         'allocation', [f for f, v in given.items() if v is not None])
     if given.get('owner') is not None and \
@@ -446,12 +480,12 @@ def _values_of(allocation):
     _check_not_pinned(values)
     values['owner'] = _owner_for_caller(values['owner'])
     if values['name'] is not None:
-        _check_name(values['name'])
+        check_name(values['name'])
     utils.check_stored_sizes({'extra': values['extra']})
     # NOTE: nodes hidden from a project caller are "not found" (400).
     values['candidate_nodes'] = _candidate_uuids(
         given.get('candidate_nodes') or [])
-    return given, values
+    return values
 
 
 class AllocationPatchType(types.JsonPatchType):
@@ -534,7 +568,7 @@ def _patched_values(rpc_allocation, patch):
         if not isinstance(patched['name'], str):
             raise exception.Invalid('The name of an allocation must be a '
                                     'string.')
-        _check_name(patched['name'])
+        check_name(patched['name'])
     if not isinstance(patched.get('extra') or {}, dict):
         raise exception.Invalid('The extra of an allocation must be an '
                                 'object.')

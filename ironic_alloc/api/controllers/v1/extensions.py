@@ -43,7 +43,7 @@ DOCUMENT_KEY = 'ironic_alloc_extensions'
 
 MAJOR = 1
 MIN_MINOR = 0
-MAX_MINOR = 2
+MAX_MINOR = 3
 
 # Extension versions, one sentence each.  A version is never reused or
 # changed once released; each later issue adds the next number.
@@ -58,12 +58,16 @@ VERSIONS = {
        '(synchronous, first free node of an ordered list), the lease of '
        'reservations and allocations ("ttl", "expires_at") and deploys '
        'that must show the reservation of their node.',
+    3: 'Allocation groups: the /v1/allocation_groups resource (new, '
+       'handed-over and released allocations committed in one transaction '
+       'or not at all) and the "group_uuid" of an allocation.',
 }
 
 # Feature name -> the minor extension version that adds it.
 FEATURES = {
     'matching': 1,
     'reservations': 2,
+    'allocation_groups': 3,
 }
 
 # Resource -> {wire field name: feature}.  These fields are hidden from
@@ -72,13 +76,15 @@ FEATURES = {
 FIELDS = {
     'node': {},
     'allocation': {'match': 'matching', 'explanation': 'matching',
-                   'expires_at': 'reservations', 'ttl': 'reservations'},
+                   'expires_at': 'reservations', 'ttl': 'reservations',
+                   'group_uuid': 'allocation_groups'},
 }
 
 # Top-level /v1 name -> (feature, controller instance).  The name must
 # not be one of IRONIC_RESOURCES (unit-tested).  Filled by v1/__init__.py,
 # which imports the controllers (this module is imported by them):
-# 'reservations' (feature "reservations").
+# 'reservations' (feature "reservations"), 'allocation_groups' (feature
+# "allocation_groups").
 ENDPOINTS = {}
 
 # Top-level /v1 resources that Ironic has or has announced (its v1

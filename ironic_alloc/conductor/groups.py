@@ -1,0 +1,157 @@
+"""Allocation groups (API extension 1.3): every member holds its node
+after one commit, or the group fails holding nothing.
+
+The API wrote the group and its new members (state allocating, owned by
+this conductor).  Here the candidates of every new member are searched
+with the single allocations' SQL search, the assignment of nodes to
+members is solved as a whole (``group_solver``), and the result is
+written by one transaction (db api ``commit_allocation_group``), whose
+guards are the reservation's: a node changed since the search rolls
+everything back, and the group is solved again without it, a bounded
+number of times.  Every write is conditional on the group still being
+allocating and owned by this conductor.
+"""
+
+from oslo_log import log
+from oslo_utils import uuidutils
+
+from ironic_alloc.common import exception
+from ironic_alloc.common import matching
+from ironic_alloc.common import states
+from ironic_alloc.conductor import allocations
+from ironic_alloc.conductor import group_solver
+from ironic_alloc.conf import CONF
+from ironic_alloc.db import api as db_api
+from ironic_alloc.objects import allocation_group as group_obj
+
+LOG = log.getLogger(__name__)
+
+dbapi = db_api.get_instance()
+
+
+def do_allocate_group(context, group_id, conductor_id, backend):
+    """Solve and commit an allocation group, or set it to error.
+
+    :param backend: the conductor's allocation backend.
+    :returns: the ids of the nodes the new members reserved, or None.
+    """
+    try:
+        group = group_obj.AllocationGroup.get(context, id=group_id)
+    except exception.AllocationGroupNotFound:
+        return None
+    if (group.state != states.GROUP_ALLOCATING
+            or group.conductor_affinity != conductor_id):
+        return None
+    refused = backend.groups_refused()
+    if refused:
+        _fail(group, conductor_id, refused)
+        return None
+    rows = {allocation.uuid: allocation
+            for allocation, _node_uuid in group.members()}
+    spec = group.spec or {}
+    searching = sorted(uuid for uuid, member in spec.items()
+                       if member['kind'] == states.MEMBER_NEW)
+    criteria = {uuid: allocations.criteria_of(rows[uuid])
+                for uuid in searching}
+    # NOTE: the nodes handed over stay out of every search: they are
+    # held, so the search would not return them anyway, unless the
+    # hand-over's source was deleted meanwhile.
+    excluded = {member['node_id'] for member in spec.values()
+                if member['kind'] == states.MEMBER_HANDOVER}
+    retries = CONF.allocation.group_retries
+    for attempt in range(retries + 1):
+        candidates = _candidates(criteria, excluded)
+        solution = group_solver.solve(candidates)
+        if solution.unmatched:
+            _fail_unmatched(group, conductor_id, sorted(solution.unmatched),
+                            criteria, candidates)
+            return None
+        plan = _plan(spec, rows, criteria, solution.assignment)
+        try:
+            dbapi.commit_allocation_group(group.id, conductor_id, plan,
+                                          allocations.DEALLOCATION_STATES)
+        except exception.AllocationGroupLost:
+            LOG.info('Allocation group %s was deleted or taken over while '
+                     'being processed', group.uuid)
+            return None
+        except exception.AllocationGroupCommitFailed as exc:
+            if exc.node_id is None or attempt == retries:
+                _fail(group, conductor_id, 'The group could not be '
+                      'committed: %s' % exc)
+                return None
+            LOG.info('Allocation group %(group)s: %(error)s; solving again '
+                     'without that node', {'group': group.uuid,
+                                           'error': exc})
+            excluded.add(exc.node_id)
+            continue
+        LOG.info('Allocation group %(group)s is active: %(count)d members',
+                 {'group': group.uuid, 'count': len(spec)})
+        return list(solution.assignment.values())
+    return None
+
+
+def _candidates(criteria, excluded):
+    """{member uuid: candidate node ids}: up to m per member (m = the
+    number of members searching), which is enough for a complete
+    assignment: a member with m candidates always keeps one whatever
+    the other m - 1 take."""
+    wanted = len(criteria)
+    found = {}
+    for uuid, member_criteria in criteria.items():
+        # NOTE: from a random pivot of the candidate index, as single
+        # allocations search, so that concurrent groups rarely want the
+        # same nodes.
+        ids = dbapi.get_allocation_candidates(
+            member_criteria, wanted + len(excluded),
+            pivot=uuidutils.generate_uuid())
+        found[uuid] = [i for i in ids if i not in excluded][:wanted]
+    return found
+
+
+def _plan(spec, rows, criteria, assignment):
+    """What commit_allocation_group() writes (see db api)."""
+    plan = {'releases': [], 'handovers': [], 'new': [], 'names': []}
+    for uuid, member in sorted(spec.items()):
+        if member['kind'] == states.MEMBER_RELEASE:
+            plan['releases'].append({'uuid': uuid,
+                                     'allocation_id': member['allocation_id']})
+            continue
+        row = rows[uuid]
+        if member['kind'] == states.MEMBER_HANDOVER:
+            plan['handovers'].append({
+                'uuid': uuid, 'allocation_id': row.id,
+                'from_id': member['from_id'],
+                'from_uuid': member['from_uuid'],
+                'node_id': member['node_id']})
+        else:
+            plan['new'].append({'uuid': uuid, 'allocation_id': row.id,
+                                'node_id': assignment[uuid],
+                                'criteria': criteria[uuid]})
+        if member.get('pending_name'):
+            plan['names'].append((row.id, member['pending_name']))
+    return plan
+
+
+def _fail_unmatched(group, conductor_id, unmatched, criteria, candidates):
+    """Fail a group some member of which got no node, naming the first
+    such member with its funnel."""
+    member = unmatched[0]
+    funnel = allocations.explain(criteria[member])
+    if funnel['matching_nodes']:
+        why = ('%d matching node(s) are free, and the other members need '
+               'them' % len(candidates[member]))
+    else:
+        why = 'no node matches it'
+    reason = ('Member %s could not be given a node (%s). %s'
+              % (member, why, matching.funnel_line(funnel)))
+    if len(unmatched) > 1:
+        reason += (' %d other member(s) got no node either.'
+                   % (len(unmatched) - 1))
+    _fail(group, conductor_id, reason, {'member': member, 'funnel': funnel})
+
+
+def _fail(group, conductor_id, reason, explanation=None):
+    if dbapi.fail_allocation_group(group.id, conductor_id, reason,
+                                   explanation=explanation):
+        LOG.info('Allocation group %(group)s failed: %(reason)s',
+                 {'group': group.uuid, 'reason': reason})

@@ -1,0 +1,81 @@
+"""Allocation groups (API extension 1.3): allocations created, handed
+over and released together, in one database transaction or not at all."""
+
+from ironic_alloc.db import api as db_api
+from ironic_alloc.objects import allocation as allocation_obj
+from ironic_alloc.objects import base
+from ironic_alloc.objects import fields
+
+
+@base.IronicAllocObjectRegistry.register
+class AllocationGroup(base.IronicAllocObject):
+    # Version 1.0: Initial version
+    VERSION = '1.0'
+
+    dbapi = db_api.get_instance()
+
+    fields = {
+        'id': fields.IntegerField(),
+        'uuid': fields.UUIDField(),
+        'name': fields.StringField(nullable=True),
+        'state': fields.StringField(),
+        'owner': fields.StringField(nullable=True),
+        'last_error': fields.StringField(nullable=True),
+        'explanation': fields.FlexibleDictField(nullable=True),
+        # {member allocation uuid: the normalised member}: what the
+        # conductor solves and commits.
+        'spec': fields.FlexibleDictField(nullable=True),
+        'conductor_affinity': fields.IntegerField(nullable=True),
+        'expires_at': fields.DateTimeField(nullable=True),
+        'created_at': fields.DateTimeField(nullable=True),
+        'updated_at': fields.DateTimeField(nullable=True),
+    }
+
+    @classmethod
+    def get(cls, context, **criteria):
+        """A group by one of ``id``, ``uuid`` or ``name``.
+
+        :raises: AllocationGroupNotFound.
+        """
+        return cls._from_db_object(context, cls(),
+                                   cls.dbapi.get_allocation_group(**criteria))
+
+    @classmethod
+    def list(cls, context, filters=None, limit=None, marker=None):
+        """One page in id order; ``marker`` is a group id."""
+        return cls._from_db_object_list(
+            context, cls.dbapi.get_allocation_group_list(
+                filters=filters, limit=limit, marker=marker))
+
+    @classmethod
+    def uuids_by_id(cls, context, ids):
+        """{id: uuid} for the given group ids, in one query."""
+        return cls.dbapi.get_allocation_group_uuids(ids)
+
+    def members(self):
+        """[(Allocation, node UUID or None)] of the rows the group made."""
+        return [(allocation_obj.Allocation.from_db_row(self._context, row),
+                 row.node_uuid)
+                for row in self.dbapi.get_allocation_group_members(self.id)]
+
+    def create(self, members, released_ids, context=None, limits=None):
+        """Insert the group and its new members (dicts of allocation
+        columns) in one transaction.
+
+        :param released_ids: ids of the allocations it releases or hands
+            over.
+        :raises: see db.api create_allocation_group().
+        """
+        row = self.dbapi.create_allocation_group(
+            self.obj_get_changes(), members, released_ids, limits=limits)
+        self._from_db_object(context or self._context, self, row)
+
+    def destroy(self, node_states=None):
+        """Delete every member, freeing its node, and the group, in one
+        transaction.
+
+        :returns: [(member uuid, node id or None)].
+        :raises: AllocationGroupNotFound, InvalidState.
+        """
+        return self.dbapi.destroy_allocation_group(
+            self.id, node_states=node_states)[1]

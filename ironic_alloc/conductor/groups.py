@@ -63,8 +63,7 @@ def do_allocate_group(context, group_id, conductor_id, backend):
         candidates = _candidates(criteria, excluded)
         solution = group_solver.solve(candidates)
         if solution.unmatched:
-            _fail_unmatched(group, conductor_id, sorted(solution.unmatched),
-                            criteria, candidates)
+            _fail_unmatched(group, conductor_id, solution, criteria)
             return None
         plan = _plan(spec, rows, criteria, solution.assignment)
         try:
@@ -132,21 +131,26 @@ def _plan(spec, rows, criteria, assignment):
     return plan
 
 
-def _fail_unmatched(group, conductor_id, unmatched, criteria, candidates):
+def _fail_unmatched(group, conductor_id, solution, criteria):
     """Fail a group some member of which got no node, naming the first
-    such member with its funnel."""
-    member = unmatched[0]
+    such member with its funnel (and, when nodes match it, the members
+    it competes with for too few nodes)."""
+    member = solution.unmatched[0]
     funnel = allocations.explain(criteria[member])
-    if funnel['matching_nodes']:
-        why = ('%d matching node(s) are free, and the other members need '
-               'them' % len(candidates[member]))
+    conflict = solution.conflict
+    if funnel['matching_nodes'] and conflict is not None:
+        others = sorted(str(m) for m in conflict.members if m != member)
+        why = ('it and member(s) %s can only use %d node(s) between them'
+               % (', '.join(others), len(conflict.nodes)))
+    elif funnel['matching_nodes']:
+        why = 'the nodes that match it are taken'
     else:
         why = 'no node matches it'
-    reason = ('Member %s could not be given a node (%s). %s'
+    reason = ('Member %s could not be given a node: %s. %s'
               % (member, why, matching.funnel_line(funnel)))
-    if len(unmatched) > 1:
+    if len(solution.unmatched) > 1:
         reason += (' %d other member(s) got no node either.'
-                   % (len(unmatched) - 1))
+                   % (len(solution.unmatched) - 1))
     _fail(group, conductor_id, reason, {'member': member, 'funnel': funnel})
 
 

@@ -1297,7 +1297,8 @@ class Connection(api.Connection):
             for allocation_id, name in plan['names']:
                 try:
                     conn.execute(stmts.SET_ALLOCATION_NAME,
-                                 {'id': allocation_id, 'name': name})
+                                 {'allocation_id': allocation_id,
+                                  'name': name})
                 except db_exc.DBDuplicateEntry:
                     raise exception.AllocationGroupCommitFailed(
                         member=allocation_id,
@@ -1314,7 +1315,7 @@ class Connection(api.Connection):
                     'explanation': explanation}).rowcount != 1:
                 return False
             conn.execute(stmts.FAIL_GROUP_MEMBERS, {
-                'group_id': group_id,
+                'of_group': group_id,
                 'last_error': 'The allocation group failed: %s'
                               % last_error})
         return True
@@ -1368,7 +1369,7 @@ class Connection(api.Connection):
                     'new_id': new_conductor_id}).rowcount != 1:
                 return False
             conn.execute(stmts.TAKE_OVER_GROUP_MEMBERS, {
-                'group_id': group_id, 'new_id': new_conductor_id})
+                'of_group': group_id, 'new_id': new_conductor_id})
         return True
 
     def reading(self):

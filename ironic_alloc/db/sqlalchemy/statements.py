@@ -712,7 +712,7 @@ FAIL_GROUP = GROUPS.update().where(
          explanation=_bind('explanation', GROUPS.c.explanation))
 
 FAIL_GROUP_MEMBERS = ALLOCATIONS.update().where(
-    ALLOCATIONS.c.group_id == _bind('group_id', ALLOCATIONS.c.group_id),
+    ALLOCATIONS.c.group_id == _bind('of_group', ALLOCATIONS.c.group_id),
     ALLOCATIONS.c.state == states.ALLOCATING,
 ).values(state=states.ALLOCATION_ERROR,
          last_error=_bind('last_error', ALLOCATIONS.c.last_error))
@@ -727,7 +727,7 @@ TAKE_OVER_GROUP = GROUPS.update().where(
 ).values(conductor_affinity=_bind('new_id', GROUPS.c.conductor_affinity))
 
 TAKE_OVER_GROUP_MEMBERS = ALLOCATIONS.update().where(
-    ALLOCATIONS.c.group_id == _bind('group_id', ALLOCATIONS.c.group_id),
+    ALLOCATIONS.c.group_id == _bind('of_group', ALLOCATIONS.c.group_id),
     ALLOCATIONS.c.state == states.ALLOCATING,
 ).values(conductor_affinity=_bind('new_id',
                                   ALLOCATIONS.c.conductor_affinity))
@@ -735,7 +735,7 @@ TAKE_OVER_GROUP_MEMBERS = ALLOCATIONS.update().where(
 # A member's name, written in the commit that deleted the allocation it
 # takes it from (a swap).
 SET_ALLOCATION_NAME = ALLOCATIONS.update().where(
-    ALLOCATIONS.c.id == _bind('id', ALLOCATIONS.c.id)).values(
+    ALLOCATIONS.c.id == _bind('allocation_id', ALLOCATIONS.c.id)).values(
         name=_bind('name', ALLOCATIONS.c.name))
 
 # A hand-over: node "node_id" passes from allocation "old_id" to

@@ -66,8 +66,11 @@ class _GroupTestCase(test_api_matching._ServedTestCase):
     def rows(self):
         """(allocation rows, group rows, held nodes)."""
         with sqla_api.get_engine().connect() as conn:
-            count = (lambda t, *w: conn.execute(sa.select(
-                sa.func.count()).select_from(t).where(*w)).scalar())
+
+            def count(table, *where):
+                return conn.execute(sa.select(sa.func.count()).select_from(
+                    table).where(*where)).scalar()
+
             nodes = models.Node.__table__
             return (count(models.Allocation.__table__),
                     count(models.AllocationGroup.__table__),

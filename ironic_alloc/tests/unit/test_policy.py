@@ -54,7 +54,9 @@ class RulesTestCase(base.TestCase):
                      'baremetal:allocation:list',
                      'baremetal:allocation:list_all',
                      'baremetal:reservation:list',
-                     'baremetal:reservation:list_all'}
+                     'baremetal:reservation:list_all',
+                     'baremetal:allocation_group:list',
+                     'baremetal:allocation_group:list_all'}
         self.assertEqual(set(), registered - used - composed -
                          BUILDING_BLOCKS)
 

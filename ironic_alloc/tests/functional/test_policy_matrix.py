@@ -134,6 +134,8 @@ class PolicyAppTestCase(base.DbTestCase):
                    versions.MAX_VERSION_STRING}
         if path.startswith('/v1/reservations'):
             headers['OpenStack-API-Version'] = RESERVATIONS_EXTENSION
+        if path.startswith('/v1/allocation_groups'):
+            headers['OpenStack-API-Version'] = GROUPS_EXTENSION
         if persona is not None:
             headers['X-Auth-Token'] = persona
         if body is None:
@@ -151,7 +153,8 @@ class PolicyAppTestCase(base.DbTestCase):
         CUSTOM_A.  ``alloc_node``: the same, holding allocation
         ``alloc`` owned by LESSEE; ``resv_node``: the same, held by
         reservation ``resv`` owned by LESSEE; ``chassis``: an empty
-        chassis; ``instance``: a new UUID.  Both nodes
+        chassis; ``group``: an allocation group without members owned by
+        LESSEE; ``instance``: a new UUID.  Both nodes
         are of resource class gold; the allocations created by the
         matrix ask for silver, so the conductor never hands these nodes
         out behind the test's back.
@@ -181,9 +184,13 @@ class PolicyAppTestCase(base.DbTestCase):
         chassis = objects.Chassis(self.context, description='c-' + suffix,
                                   extra={})
         chassis.create()
+        group = objects.AllocationGroup(
+            self.context, uuid=uuidutils.generate_uuid(), owner=LESSEE,
+            state=states.GROUP_ACTIVE, spec={})
+        group.create([], [])
         return {'node': node.uuid, 'alloc_node': alloc_node.uuid,
                 'alloc': alloc.uuid, 'resv': resv.uuid,
-                'chassis': chassis.uuid,
+                'chassis': chassis.uuid, 'group': group.uuid,
                 'instance': uuidutils.generate_uuid()}
 
 
@@ -199,7 +206,7 @@ def _fill(value, world):
     if isinstance(value, list):
         return [_fill(v, world) for v in value]
     if isinstance(value, dict):
-        return {k: _fill(v, world) for k, v in value.items()}
+        return {_fill(k, world): _fill(v, world) for k, v in value.items()}
     return value
 
 
@@ -208,6 +215,8 @@ A = '/v1/allocations/{alloc}'
 R = '/v1/reservations/{resv}'
 C = '/v1/chassis/{chassis}'
 RESERVATIONS_EXTENSION = 'ironic-alloc 1.2'
+G = '/v1/allocation_groups/{group}'
+GROUPS_EXTENSION = 'ironic-alloc 1.3'
 NEW_NODE = {'driver': 'fake-hardware', 'resource_class': 'gold'}
 NEW_ALLOC = {'resource_class': 'silver'}
 
@@ -346,6 +355,27 @@ MATRIX = [
      [{'op': 'replace', 'path': '/ttl', 'value': 60}],
      '200 200 403  404 404 404  200 200 403  404 404 404'),
     ('reservation_delete', 'DELETE', R, None,
+     '204 204 403  404 404 404  204 204 403  404 404 404'),
+    # Allocation groups (extension 1.3): each member is checked as if made
+    # alone; an allocation the caller cannot see is no release (400).
+    ('group_list', 'GET', '/v1/allocation_groups', None,
+     '200 200 200  200 200 200  200 200 200  200 200 200'),
+    ('group_get', 'GET', G, None,
+     '200 200 200  404 404 404  200 200 200  404 404 404'),
+    ('group_create', 'POST', '/v1/allocation_groups',
+     {'members': {'{instance}': NEW_ALLOC}},
+     '201 201 403  201 201 403  201 201 403  201 201 403'),
+    ('group_create_owned_by_owner', 'POST', '/v1/allocation_groups',
+     {'members': {'{instance}': dict(NEW_ALLOC, owner=OWNER)}},
+     '201 201 403  201 201 403  403 403 403  403 403 403'),
+    ('group_release', 'POST', '/v1/allocation_groups',
+     {'members': {'{alloc}': {}}},
+     '201 201 403  400 400 403  201 201 403  400 400 403'),
+    ('group_hand_over', 'POST', '/v1/allocation_groups',
+     {'members': {'{instance}': {'handover_from': '{alloc}',
+                                 'node': '{alloc_node}'}}},
+     '201 201 403  400 400 403  201 201 403  400 400 403'),
+    ('group_delete', 'DELETE', G, None,
      '204 204 403  404 404 404  204 204 403  404 404 404'),
     # Chassis are system resources, as in Ironic; the nodes of a chassis
     # follow the node list's rules (a project sees its own nodes).

@@ -336,3 +336,35 @@ class TestBadConfiguration(base.TestCase):
                 self.assertNotIn('Traceback', result.stderr)
                 last = result.stderr.strip().splitlines()[-1]
                 self.assertTrue(last.startswith(message), result.stderr)
+
+
+class TestGroupLimits(_LimitsTestCase):
+    """Allocation groups (extension 1.3): every new member counts as one
+    hold, checked in the transaction that writes the group."""
+
+    def group(self, persona, count):
+        return self.call(persona, 'POST', '/v1/allocation_groups', {
+            'members': {uuidutils.generate_uuid(): {'resource_class': 'gold'}
+                        for _ in range(count)}}, 'ironic-alloc 1.3')
+
+    def groups(self):
+        with sqla_api.get_engine().connect() as conn:
+            return conn.execute(sa.select(sa.func.count()).select_from(
+                models.AllocationGroup.__table__)).scalar()
+
+    def test_members_count_as_holds(self):
+        self.config(project_holds=3, group='limits')
+        self.nodes(5)
+        status, first = self.allocate('owner_member')
+        self.assertEqual(201, status, first)
+        # One hold plus three members would be four: nothing is written
+        # (the message counts the members before the one refused).
+        status, doc = self.group('owner_member', 3)
+        self.assertLimited(status, doc, 'baremetal_holds', 3, 3)
+        self.assertEqual((1, 0), (self.holds(), self.groups()))
+        status, doc = self.group('owner_member', 2)
+        self.assertEqual(201, status, doc)
+        self.assertEqual((3, 1), (self.holds(), self.groups()))
+        # Exempt callers are not limited.
+        status, doc = self.group('system_admin', 1)
+        self.assertEqual(201, status, doc)

@@ -1,0 +1,189 @@
+"""Allocation groups processed by real in-process conductors: the commit's
+guards (all or nothing when a node changed underneath), solving again
+without that node, the Placement backend's refusal, re-drive of a group
+whose cast was lost and take-over of a dead conductor's group.
+"""
+
+import time
+
+import fixtures
+from oslo_utils import uuidutils
+
+from ironic_alloc.common import exception
+from ironic_alloc.common import states
+from ironic_alloc.conductor import allocations
+from ironic_alloc.conductor.backends import database as database_backend
+from ironic_alloc.conductor.backends import placement as placement_backend
+from ironic_alloc.conductor import groups
+from ironic_alloc.db import api as db_api
+from ironic_alloc.objects import allocation as allocation_obj
+from ironic_alloc.objects import allocation_group as group_obj
+from ironic_alloc.objects import conductor as conductor_obj
+from ironic_alloc.tests.functional.conductor import test_allocations
+from ironic_alloc.tests.functional.conductor import utils
+
+dbapi = db_api.get_instance()
+
+
+def make_group(context, conductor_id, count, **member):
+    """An allocating group of ``count`` new members, as the API writes
+    it (no cast)."""
+    uuids = [uuidutils.generate_uuid() for _ in range(count)]
+    rows = [dict(uuid=u, resource_class='gold', state=states.ALLOCATING,
+                 conductor_affinity=conductor_id, traits=[],
+                 candidate_nodes=[], extra={}, **member) for u in uuids]
+    group = group_obj.AllocationGroup(
+        context, uuid=uuidutils.generate_uuid(),
+        state=states.GROUP_ALLOCATING, conductor_affinity=conductor_id,
+        spec={u: {'kind': states.MEMBER_NEW} for u in uuids})
+    group.create(rows, [])
+    return group
+
+
+def wait_for_group(context, group_id, timeout=30):
+    deadline = time.monotonic() + timeout
+    while True:
+        group = group_obj.AllocationGroup.get(context, id=group_id)
+        if group.state != states.GROUP_ALLOCATING:
+            return group
+        if time.monotonic() > deadline:
+            raise AssertionError('group %s still allocating' % group.uuid)
+        time.sleep(0.05)
+
+
+class TestCommit(test_allocations.AllocationTestCase):
+    """The groups here belong to a live conductor that does not run (no
+    cast, no re-drive): the test drives them."""
+
+    def setUp(self):
+        super().setUp()
+        self.idle = conductor_obj.Conductor.register(self.context,
+                                                     'idle-host', '').id
+
+    def plan(self, group, nodes):
+        members = [a for a, _n in group.members()]
+        return {'releases': [], 'handovers': [], 'names': [],
+                'new': [{'uuid': a.uuid, 'allocation_id': a.id,
+                         'node_id': node.id,
+                         'criteria': allocations.criteria_of(a)}
+                        for a, node in zip(members, nodes)]}
+
+    def test_a_taken_node_rolls_everything_back(self):
+        free = utils.make_available_node(self.context)
+        taken = utils.make_available_node(self.context)
+        other = utils.make_allocation(self.context, self.idle,
+                                      state=states.ALLOCATION_ACTIVE,
+                                      node_id=taken.id)
+        taken.allocation_id = other.id
+        taken.instance_uuid = other.uuid
+        taken.save()
+        group = make_group(self.context, self.idle, 2)
+        error = self.assertRaises(
+            exception.AllocationGroupCommitFailed,
+            dbapi.commit_allocation_group, group.id, self.idle,
+            self.plan(group, [free, taken]), states.UPDATE_ALLOWED_STATES)
+        self.assertEqual(taken.id, error.node_id)
+        # Nothing was written: the group, its members and the free node.
+        self.assertEqual(states.GROUP_ALLOCATING, group_obj.AllocationGroup
+                         .get(self.context, id=group.id).state)
+        self.assertEqual({states.ALLOCATING},
+                         {a.state for a, _n in group.members()})
+        free.refresh()
+        self.assertIsNone(free.allocation_id)
+        self.assertInvariant()
+
+    def test_not_ours_writes_nothing(self):
+        node = utils.make_available_node(self.context)
+        group = make_group(self.context, self.idle, 1)
+        self.assertRaises(exception.AllocationGroupLost,
+                          dbapi.commit_allocation_group, group.id, self.me,
+                          self.plan(group, [node]),
+                          states.UPDATE_ALLOWED_STATES)
+        self.assertFalse(dbapi.fail_allocation_group(group.id, self.me,
+                                                     'late'))
+        node.refresh()
+        self.assertIsNone(node.allocation_id)
+
+    def test_solved_again_without_a_node_taken_underneath(self):
+        nodes = [utils.make_available_node(self.context) for _ in range(3)]
+        group = make_group(self.context, self.idle, 2)
+        real = dbapi.commit_allocation_group
+        calls = []
+
+        def take_one_first(group_id, conductor_id, plan, node_states):
+            # NOTE: another allocation takes the first planned node
+            # between the search and the commit, once.
+            if not calls:
+                victim = plan['new'][0]['node_id']
+                other = utils.make_allocation(self.context, self.idle)
+                dbapi.reserve_node_for_allocation(
+                    other.id, self.idle, victim,
+                    allocations.criteria_of(other))
+                calls.append(victim)
+            return real(group_id, conductor_id, plan, node_states)
+
+        self.useFixture(fixtures.MonkeyPatch(
+            'ironic_alloc.conductor.groups.dbapi.commit_allocation_group',
+            take_one_first))
+        held = groups.do_allocate_group(
+            self.context, group.id, self.idle,
+            database_backend.DatabaseBackend())
+        self.assertEqual(2, len(held))
+        self.assertNotIn(calls[0], held)
+        self.assertLessEqual(set(held), {n.id for n in nodes})
+        self.assertEqual(states.GROUP_ACTIVE, group_obj.AllocationGroup.get(
+            self.context, id=group.id).state)
+        self.assertInvariant()
+
+
+class TestBackends(test_allocations.AllocationTestCase):
+
+    def test_placement_backend_fails_the_group_at_once(self):
+        utils.make_available_node(self.context)
+        group = make_group(self.context, self.me, 1)
+        backend = placement_backend.PlacementBackend.__new__(
+            placement_backend.PlacementBackend)
+        self.assertIsNone(groups.do_allocate_group(
+            self.context, group.id, self.me, backend))
+        failed = group_obj.AllocationGroup.get(self.context, id=group.id)
+        self.assertEqual(states.GROUP_ERROR, failed.state)
+        self.assertIn('database allocation backend', failed.last_error)
+        self.assertEqual({states.ALLOCATION_ERROR},
+                         {a.state for a, _n in failed.members()})
+
+
+class TestRedriveAndTakeOver(test_allocations.AllocationTestCase):
+
+    conductor_opts = {'heartbeat_interval': 1, 'heartbeat_timeout': 3,
+                      'check_allocations_interval': 1,
+                      'allocation_redrive_interval': 1}
+
+    def test_lost_cast(self):
+        for _ in range(3):
+            utils.make_available_node(self.context)
+        group = make_group(self.context, self.me, 3)
+        done = wait_for_group(self.context, group.id)
+        self.assertEqual(states.GROUP_ACTIVE, done.state)
+        self.assertInvariant()
+
+    def test_take_over_from_dead_conductor(self):
+        for _ in range(2):
+            utils.make_available_node(self.context)
+        dead = conductor_obj.Conductor.register(self.context, 'dead-host',
+                                                '')
+        group = make_group(self.context, dead.id, 2)
+        test_allocations._age_heartbeat(dead.id, 3600)
+        done = wait_for_group(self.context, group.id)
+        self.assertEqual(states.GROUP_ACTIVE, done.state)
+        self.assertEqual(self.me, done.conductor_affinity)
+        members = [a for a, _n in done.members()]
+        self.assertEqual({self.me}, {a.conductor_affinity for a in members})
+        # The single-allocation take-over never processed a member alone.
+        self.assertEqual([], dbapi.get_allocating_ids(dead.id))
+        self.assertFalse(dbapi.take_over_allocation_group(group.id, dead.id,
+                                                          dead.id))
+        self.assertEqual(
+            {states.ALLOCATION_ACTIVE},
+            {allocation_obj.Allocation.get_by_id(self.context, a.id).state
+             for a in members})
+        self.assertInvariant()

@@ -332,6 +332,15 @@ class TestBadInput(_GroupTestCase):
         self.assertRefused({'members': {}}, 'non-empty')
         self.assertRefused({}, 'non-empty')
         self.assertRefused([], 'JSON object')
+        self.assertRefused({'members': [new]}, 'non-empty')
+        self.assertRefused({'members': {new: {'resource_class': 'gold'}},
+                            'name': 'x' * 300}, 'name')
+        self.assertRefused({'members': {new: {'resource_class': 'gold',
+                                              'traits': 'CUSTOM_A'}}}, new)
+        self.assertRefused({'members': {new: {'resource_class': ['gold']}}},
+                           new)
+        self.assertRefused({'members': {new: {'handover_from': 5,
+                                              'node': 'n1'}}}, new)
         self.assertRefused({'members': {new: {'resource_class': 'gold'}},
                             'color': 'red'}, 'color')
         self.assertRefused({'members': {new: {'resource_class': 'gold'}},

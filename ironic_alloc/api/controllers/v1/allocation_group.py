@@ -361,10 +361,12 @@ class AllocationGroupsController(rest.RestController):
                     name) or uuidutils.is_uuid_like(name):
                 raise exception.Invalid('Invalid allocation group name %s.'
                                         % utils.quoted(name))
-        if any(spec for spec in (body.get('members') or {}).values()
-               if isinstance(spec, dict) and 'handover_from' not in spec):
-            access.authorize('baremetal:allocation:create')
         rows, ended, spec = _members(body.get('members'))
+        if any(member['kind'] == states.MEMBER_NEW
+               for member in spec.values()):
+            # NOTE: a hand-over creates its allocation too, but only
+            # within what the caller may delete, checked per member.
+            access.authorize('baremetal:allocation:create')
         owner = access.project_caller()
         owners = sorted({row['owner'] for row in rows if row['owner']})
         hold_limits = [lim for lim in (access.hold_limits(o) for o in owners)

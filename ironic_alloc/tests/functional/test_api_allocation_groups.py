@@ -259,6 +259,29 @@ class TestGroupsOverHTTP(_GroupTestCase):
         self.assertEqual({'why': 'migration'}, allocation['extra'])
         self.check_consistent()
 
+    def test_hand_over_of_a_deployed_node_and_a_refused_state(self):
+        deployed = utils.make_available_node(self.context, name='n1')
+        old = self.allocate(candidate_nodes=['n1'])
+        dbapi.update_node(deployed.id, {'provision_state': 'active'})
+        new = _uuid()
+        group = self.created({new: {'handover_from': old['uuid'],
+                                    'node': 'n1'}})
+        self.assertEqual('active', group['state'], group)
+        status, node = self.call('GET', '/v1/nodes/n1', extension=None)
+        self.assertEqual(('active', new, new),
+                         (node['provision_state'], node['allocation_uuid'],
+                          node['instance_uuid']))
+        # In a state where Ironic allows no allocation, the group fails
+        # and the old allocation keeps its node.
+        dbapi.update_node(deployed.id, {'provision_state': 'manageable'})
+        group = self.created({_uuid(): {'handover_from': new,
+                                        'node': 'n1'}})
+        self.assertEqual('error', group['state'])
+        self.assertIn('provision state "manageable"', group['last_error'])
+        status, node = self.call('GET', '/v1/nodes/n1', extension=None)
+        self.assertEqual(new, node['allocation_uuid'])
+        self.check_consistent()
+
     def test_delete_group_releases_every_member(self):
         for _ in range(4):
             utils.make_available_node(self.context)
@@ -365,6 +388,11 @@ class TestBadInput(_GroupTestCase):
         self.assertRefused({'members': {new: {
             'resource_class': 'gold', 'candidate_nodes': ['ghost']}}},
             new, 'ghost')
+
+    def test_refused_while_pinned_to_a_release_without_groups(self):
+        self.config(pin_release_version='2026.2')
+        self.assertRefused({'members': {_uuid(): {'resource_class': 'gold'}}},
+                           'pin_release_version')
 
     def test_too_many_members(self):
         self.config(max_group_size=2, group='allocation')

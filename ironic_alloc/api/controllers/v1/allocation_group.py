@@ -35,6 +35,7 @@ from ironic_alloc.api.controllers.v1 import types
 from ironic_alloc.api.controllers.v1 import utils
 from ironic_alloc.api import expose
 from ironic_alloc.common import exception
+from ironic_alloc.common import release_mappings
 from ironic_alloc.common import states
 from ironic_alloc import objects
 
@@ -114,6 +115,23 @@ def get_group(ident, rule=None):
     if rule is not None:
         access.authorize_allocation(rule, group)
     return group
+
+
+def _check_not_pinned():
+    """Refuse groups during a rolling upgrade from a release whose
+    conductors do not know them (no object AllocationGroup): they would
+    process neither the cast nor the group's members.
+
+    :raises: Invalid (400).
+    """
+    pin = api.request.cfg.pin_release_version
+    if pin and 'AllocationGroup' not in release_mappings.object_versions(
+            pin):
+        raise exception.Invalid(
+            'Allocation groups cannot be created while '
+            '[DEFAULT]pin_release_version is %s: the conductors of that '
+            'release do not process them. Retry once the upgrade is over.'
+            % pin)
 
 
 def _invalid(uuid, message):
@@ -361,6 +379,7 @@ class AllocationGroupsController(rest.RestController):
                     name) or uuidutils.is_uuid_like(name):
                 raise exception.Invalid('Invalid allocation group name %s.'
                                         % utils.quoted(name))
+        _check_not_pinned()
         rows, ended, spec = _members(body.get('members'))
         if any(member['kind'] == states.MEMBER_NEW
                for member in spec.values()):

@@ -141,6 +141,11 @@ class TestGroupsOverHTTP(_GroupTestCase):
                                  extension=None)
         self.assertIn(node['allocation_uuid'], members)
         self.assertEqual(node['allocation_uuid'], node['instance_uuid'])
+        # A member has no lease of its own.
+        status, doc = self.call('PATCH', '/v1/allocations/%s' % some, [
+            {'op': 'add', 'path': '/ttl', 'value': 60}])
+        self.assertEqual(400, status, doc)
+        self.assertIn('lease of its own', self.error(status, doc))
         # Listing.
         status, page = self.call('GET', '/v1/allocation_groups')
         self.assertEqual(200, status)

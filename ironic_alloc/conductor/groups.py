@@ -49,6 +49,11 @@ def do_allocate_group(context, group_id, conductor_id, backend):
     rows = {allocation.uuid: allocation
             for allocation, _node_uuid in group.members()}
     spec = group.spec or {}
+    if any(uuid not in rows for uuid, member in spec.items()
+           if member['kind'] != states.MEMBER_RELEASE):
+        # NOTE: the group is being deleted (its rows go first, in one
+        # transaction with it): nothing to do.
+        return None
     searching = sorted(uuid for uuid, member in spec.items()
                        if member['kind'] == states.MEMBER_NEW)
     criteria = {uuid: allocations.criteria_of(rows[uuid])

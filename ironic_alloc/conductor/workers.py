@@ -172,11 +172,12 @@ class AllocationWorker:
         with self._lock:
             self._stopping = True
 
-    def _start(self, key, work=allocations.do_allocate, work_id=None):
+    def _start(self, key, work=None, work_id=None):
         """:param key: the in-flight key: an allocation id, or ('group',
             group id) with ``work`` and its ``work_id``.
         :returns: (started now, future of the work or None)."""
-        work_id = key if work_id is None else work_id
+        if work is None:
+            work, work_id = allocations.do_allocate, key
         with self._lock:
             if self._stopping:
                 return False, None

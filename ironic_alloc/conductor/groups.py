@@ -51,8 +51,8 @@ def do_allocate_group(context, group_id, conductor_id, backend):
     spec = group.spec or {}
     if any(uuid not in rows for uuid, member in spec.items()
            if member['kind'] != states.MEMBER_RELEASE):
-        # NOTE: the group is being deleted (its rows go first, in one
-        # transaction with it): nothing to do.
+        # NOTE: the group was deleted between the two reads: nothing to
+        # do.
         return None
     searching = sorted(uuid for uuid, member in spec.items()
                        if member['kind'] == states.MEMBER_NEW)

@@ -111,7 +111,8 @@ def _api_root(endpoint):
 
 
 class Client:
-    """ironic_alloc's reservations and allocation leases."""
+    """ironic_alloc's reservations, allocation groups and allocation
+    leases."""
 
     def __init__(self, session, endpoint, region_name=None, interface=None):
         """:param session: a keystoneauth1 session.
@@ -231,6 +232,55 @@ class Client:
 
     def delete_reservation(self, reservation):
         self._request('DELETE', _path('reservations', reservation))
+
+    # Allocation groups
+
+    def create_allocation_group(self, members, name=None, ttl=None,
+                                expires_at=None):
+        """Ask for a group: ``members`` maps allocation UUIDs to what
+        each one is (a new allocation's fields, a hand-over, or {} for a
+        release).  The answer comes at once, with the group allocating.
+        """
+        body = {'members': members}
+        if name:
+            body['name'] = name
+        if ttl is not None:
+            body['ttl'] = ttl
+        if expires_at is not None:
+            body['expires_at'] = expires_at
+        path = '/v1/allocation_groups'
+        return self._one(self._request('POST', path, body=body),
+                         'allocation_group', 'POST', path)
+
+    def list_allocation_groups(self, limit=None, marker=None):
+        """Groups, following the pages until ``limit`` (all when None)."""
+        path = '/v1/allocation_groups'
+        found = []
+        while True:
+            page = {}
+            if marker:
+                page['marker'] = marker
+            if limit is not None:
+                page['limit'] = limit - len(found)
+            body = self._request('GET', path, params=page)
+            items = (body.get('allocation_groups')
+                     if isinstance(body, dict) else None)
+            if not isinstance(items, list):
+                raise ClientError('GET %s answered without '
+                                  '"allocation_groups"' % path)
+            found.extend(items)
+            if (not items or not body.get('next')
+                    or (limit is not None and len(found) >= limit)):
+                return found
+            marker = items[-1].get('uuid')
+
+    def get_allocation_group(self, group):
+        path = _path('allocation_groups', group)
+        return self._one(self._request('GET', path), 'allocation_group',
+                         'GET', path)
+
+    def delete_allocation_group(self, group):
+        self._request('DELETE', _path('allocation_groups', group))
 
     # Allocation leases
 

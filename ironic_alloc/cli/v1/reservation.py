@@ -1,6 +1,5 @@
 """``openstack baremetal reservation create/list/show/set/delete``."""
 
-import argparse
 import logging
 
 from osc_lib.command import command
@@ -13,18 +12,6 @@ LOG = logging.getLogger(__name__)
 
 LIST_COLUMNS = ('uuid', 'node_uuid', 'instance_uuid', 'expires_at')
 """The columns of ``reservation list`` without --long or --fields"""
-
-
-def positive_int(text):
-    """argparse type: an integer greater than zero."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError('%r is not an integer' % text)
-    if value <= 0:
-        raise argparse.ArgumentTypeError('%d is not greater than zero'
-                                         % value)
-    return value
 
 
 def add_fields_argument(parser):
@@ -99,7 +86,7 @@ class ListReservation(command.Lister):
             '--node', metavar='<node>',
             help='Only the reservation of this node (UUID or name).')
         parser.add_argument(
-            '--limit', metavar='<count>', type=positive_int,
+            '--limit', metavar='<count>', type=utils.positive_int,
             help='At most this many reservations (default: all of them, '
                  'fetched page by page).')
         parser.add_argument(

@@ -1,5 +1,7 @@
 """What the commands of this plugin share."""
 
+import argparse
+
 from osc_lib import exceptions
 
 
@@ -14,6 +16,18 @@ def add_lease_arguments(parser, what):
         '--expires-at', metavar='<time>', dest='expires_at',
         help='The %s expires at this time (ISO 8601, UTC unless it names '
              'an offset, for example 2030-01-31T12:00:00Z).' % what)
+
+
+def positive_int(text):
+    """argparse type: an integer greater than zero."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError('%r is not an integer' % text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError('%d is not greater than zero'
+                                         % value)
+    return value
 
 
 def api_client(cmd):

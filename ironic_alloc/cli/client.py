@@ -17,7 +17,7 @@ from keystoneauth1 import adapter
 SERVICE_TYPE = 'baremetal'
 """ironic_alloc serves the Bare Metal API: it has Ironic's service type"""
 
-EXTENSION_VERSION = '1.2'
+EXTENSION_VERSION = '1.3'
 IRONIC_API_VERSION = '1.60'
 
 HEADERS = {
@@ -249,8 +249,16 @@ class Client:
         if expires_at is not None:
             body['expires_at'] = expires_at
         path = '/v1/allocation_groups'
-        return self._one(self._request('POST', path, body=body),
-                         'allocation_group', 'POST', path)
+        return self._group(self._request('POST', path, body=body), 'POST',
+                           path)
+
+    @staticmethod
+    def _group(body, method, path):
+        # NOTE: a group is answered bare, as Ironic answers an allocation.
+        if not isinstance(body, dict) or 'uuid' not in body:
+            raise ClientError('%s %s answered without an allocation group'
+                              % (method, path))
+        return body
 
     def list_allocation_groups(self, limit=None, marker=None):
         """Groups, following the pages until ``limit`` (all when None)."""
@@ -276,8 +284,7 @@ class Client:
 
     def get_allocation_group(self, group):
         path = _path('allocation_groups', group)
-        return self._one(self._request('GET', path), 'allocation_group',
-                         'GET', path)
+        return self._group(self._request('GET', path), 'GET', path)
 
     def delete_allocation_group(self, group):
         self._request('DELETE', _path('allocation_groups', group))

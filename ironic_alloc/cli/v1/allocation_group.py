@@ -15,8 +15,8 @@ from ironic_alloc.cli.v1 import utils
 
 LOG = logging.getLogger(__name__)
 
-FIELDS = ('uuid', 'name', 'state', 'owner', 'last_error', 'expires_at',
-          'members', 'created_at', 'updated_at')
+FIELDS = ('uuid', 'name', 'state', 'owner', 'last_error', 'explanation',
+          'expires_at', 'members', 'created_at', 'updated_at')
 """The fields ``show`` prints, in order, when the service sent them"""
 
 LIST_COLUMNS = ('uuid', 'name', 'state', 'expires_at')
@@ -203,12 +203,14 @@ class ListAllocationGroup(command.Lister):
                  'previous list).')
         parser.add_argument(
             '--long', action='store_true', default=False,
-            help='Show every field of the groups but their members.')
+            help='Show every field of the groups but their members and '
+                 'explanation.')
         return parser
 
     def take_action(self, parsed_args):
         if parsed_args.long:
-            columns = [name for name in FIELDS if name != 'members']
+            columns = [name for name in FIELDS
+                       if name not in ('members', 'explanation')]
         else:
             columns = list(LIST_COLUMNS)
         try:

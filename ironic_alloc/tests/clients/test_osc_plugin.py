@@ -9,9 +9,12 @@ tools/setup-client-venv.sh.
 
 import datetime
 import json
+import os
 import time
 import urllib.request
 import uuid
+
+import fixtures
 
 from ironic_alloc.tests.clients import base
 
@@ -27,6 +30,10 @@ PLUGIN_COMMANDS = frozenset([
     'baremetal reservation delete',
     'baremetal allocation lease set',
     'baremetal allocation lease unset',
+    'baremetal allocation group create',
+    'baremetal allocation group list',
+    'baremetal allocation group show',
+    'baremetal allocation group delete',
 ])
 PLUGIN_GROUP = 'openstack.baremetal_alloc.v1'
 IRONICCLIENT_GROUP = 'openstack.baremetal.v1'
@@ -51,7 +58,7 @@ class PluginTestCase(base.ClientTestCase):
         return result.stderr
 
     def api(self, method, path, body=None):
-        """One request to the service at extension 1.2; the decoded answer
+        """One request to the service at extension 1.3; the decoded answer
         (None when empty).  The set-up of the tests (nodes, their states)
         and what the plugin's commands do not show (an allocation's lease)
         go this way: the commands under test are the plugin's.
@@ -59,7 +66,7 @@ class PluginTestCase(base.ClientTestCase):
         data = None if body is None else json.dumps(body).encode()
         request = urllib.request.Request(
             self.endpoint + path, data=data, method=method, headers={
-                'OpenStack-API-Version': 'ironic-alloc 1.2',
+                'OpenStack-API-Version': 'ironic-alloc 1.3',
                 'X-OpenStack-Ironic-API-Version': '1.60',
                 'Accept': 'application/json',
                 'Content-Type': 'application/json'})
@@ -169,6 +176,14 @@ class TestPluginNextToIronicclient(PluginTestCase):
         self.assertIn('one of the arguments --ttl --expires-at is required',
                       stderr)
         self.usage_error('allocation', 'lease', 'unset')
+        stderr = self.usage_error('allocation', 'group', 'create',
+                                  '--count', '0')
+        self.assertIn('0 is not greater than zero', stderr)
+        stderr = self.usage_error('allocation', 'group', 'create',
+                                  '--ttl', '60', '--expires-at',
+                                  '2030-01-01T00:00:00Z')
+        self.assertIn('not allowed with argument', stderr)
+        self.usage_error('allocation', 'group', 'delete')
 
 
 class TestReservationCommands(PluginTestCase):
@@ -347,6 +362,90 @@ class TestAllocationLeaseCommands(PluginTestCase):
         self.assertIn('HTTP 404', stderr)
 
         self.cli('allocation', 'delete', name)
+
+
+class TestAllocationGroupCommands(PluginTestCase):
+
+    def allocation(self, ident):
+        return self.api('GET', '/v1/allocations/%s' % ident)
+
+    def test_gang_swap_and_delete(self):
+        rc = base.unique_rc('CLI_GROUP')
+        nodes = self.available_nodes(
+            rc, *[base.unique('cli-group-node') for _i in range(4)])
+        name = base.unique('cli-gang')
+        group = self.cli_json('allocation', 'group', 'create', '--name',
+                              name, '--count', '3', '--resource-class', rc,
+                              '--wait', WAIT)
+        self.assertEqual('active', group['state'])
+        self.assertEqual(3, len(group['members']))
+        held = {member['node_uuid'] for member in group['members']}
+        self.assertEqual(3, len(held))
+        self.assertLessEqual(held, set(nodes))
+        # ironicclient's commands see the members as allocations.
+        for member in group['members']:
+            shown = self.cli_json('allocation', 'show', member['uuid'])
+            self.assertEqual('active', shown['state'])
+
+        listed = self.cli_json('allocation', 'group', 'list')
+        self.assertIn((group['uuid'], name, 'active'),
+                      [(g['uuid'], g['name'], g['state']) for g in listed])
+        self.assertEqual(group['uuid'], self.cli_json(
+            'allocation', 'group', 'show', name)['uuid'])
+
+        # A swap: one member released, a new one in the same commit.
+        released = group['members'][0]
+        swap = self.cli_json('allocation', 'group', 'create',
+                             '--release', released['uuid'], '--count', '1',
+                             '--resource-class', rc, '--wait', WAIT)
+        self.assertEqual('active', swap['state'])
+        new = [m for m in swap['members'] if m['uuid'] != released['uuid']]
+        self.assertEqual(1, len(new))
+        self.assertNotIn(new[0]['node_uuid'], held)
+        stderr = self.cli_error('allocation', 'show', released['uuid'])
+        self.assertIn('404', stderr)
+
+        # Too many members for the free nodes: the group fails, whole.
+        stderr = self.cli_error('allocation', 'group', 'create',
+                                '--count', '5', '--resource-class', rc,
+                                '--wait', WAIT)
+        self.assertIn('failed', stderr)
+        failed = [g for g in self.cli_json('allocation', 'group', 'list',
+                                           '--long')
+                  if g['state'] == 'error']
+        self.assertTrue(failed)
+
+        self.cli('allocation', 'group', 'delete', name, swap['uuid'])
+        for member in group['members'][1:] + new:
+            stderr = self.cli_error('allocation', 'show', member['uuid'])
+            self.assertIn('404', stderr)
+        for group_ in failed:
+            self.cli('allocation', 'group', 'delete', group_['uuid'])
+        stderr = self.cli_error('allocation', 'group', 'show', name)
+        self.assertIn('HTTP 404', stderr)
+
+    def test_members_file_and_bad_input(self):
+        workdir = self.useFixture(fixtures.TempDir()).path
+        path = os.path.join(workdir, 'members.json')
+        with open(path, 'w') as f:
+            json.dump([], f)
+        stderr = self.cli_error('allocation', 'group', 'create',
+                                '--members-file', path)
+        self.assertIn('must hold a JSON object', stderr)
+        with open(path, 'w') as f:
+            json.dump({'not-a-uuid': {'resource_class': 'x'}}, f)
+        stderr = self.cli_error('allocation', 'group', 'create',
+                                '--members-file', path)
+        self.assertIn('HTTP 400', stderr)
+        self.assertIn('not-a-uuid', stderr)
+        stderr = self.cli_error('allocation', 'group', 'create')
+        self.assertIn('Give the members', stderr)
+        stderr = self.cli_error('allocation', 'group', 'create',
+                                '--trait', 'CUSTOM_X')
+        self.assertIn('--count', stderr)
+        stderr = self.cli_error('allocation', 'group', 'create',
+                                '--handover', 'no-equals-sign')
+        self.assertIn('ALLOCATION=NODE', stderr)
 
 
 class TestReservationPaging(PluginTestCase):

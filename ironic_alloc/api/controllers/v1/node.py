@@ -219,6 +219,10 @@ class Node(base.APIBase):
     """The UUID of the node's parent (1.83+; a name is accepted and
     stored as the UUID it names)"""
 
+    service_step = wsme.wsattr(types.dicttype, readonly=True)
+    """The service step running (1.87): always empty, no node is serviced
+    here"""
+
     links = wsme.wsattr([link.Link], readonly=True)
     ports = wsme.wsattr([link.Link], readonly=True)
     portgroups = wsme.wsattr([link.Link], readonly=True)
@@ -233,7 +237,7 @@ types.json_object(Node)
 LINK_FIELDS = ('links', 'ports', 'portgroups', 'states', 'volume')
 
 # Wire fields computed by the API, not stored with the node.
-API_ONLY_FIELDS = ('conductor', 'allocation_uuid')
+API_ONLY_FIELDS = ('conductor', 'allocation_uuid', 'service_step')
 
 
 def node_fields():
@@ -255,6 +259,7 @@ def _object_to_wire_dict(rpc_node):
 _API_ONLY_GATES = {
     'conductor': utils.allow_expose_conductors,
     'allocation_uuid': utils.allow_allocations,
+    'service_step': utils.allow_service_step,
 }
 
 
@@ -290,6 +295,9 @@ def api_only_fields(rpc_node, fields, preloaded):
     if _shows(fields, 'allocation_uuid'):
         values['allocation_uuid'] = preloaded['allocation_uuids'].get(
             rpc_node.allocation_id)
+    if _shows(fields, 'service_step'):
+        # NOTE: the service verb is refused, so no step ever runs.
+        values['service_step'] = {}
     return values
 
 

@@ -273,6 +273,11 @@ def allow_firmware_interface():
     return _allowed(versions.MINOR_86_FIRMWARE_INTERFACE)
 
 
+def allow_service_step():
+    """1.87: node.service_step (the 'service' verb is refused)."""
+    return _allowed(versions.MINOR_87_SERVICE)
+
+
 # Versioned node fields: hidden from responses below their version,
 # rejected in ``fields`` (406) and in request bodies (406).
 
@@ -317,6 +322,7 @@ VERSIONED_FIELDS = {
     'shard': versions.MINOR_82_NODE_SHARD,
     'parent_node': versions.MINOR_83_PARENT_CHILD_NODES,
     'firmware_interface': versions.MINOR_86_FIRMWARE_INTERFACE,
+    'service_step': versions.MINOR_87_SERVICE,
 }
 
 

@@ -1,6 +1,6 @@
 """Microversions of the v1 API: one constant per feature, one log line each.
 
-The numbers are the Bare Metal API's; this service offers 1.1 to 1.89.
+The numbers are the Bare Metal API's; this service offers 1.1 to 1.90.
 Features that drive hardware are accepted at their Ironic version but
 answered with a clear 400 (see v1/unsupported.py); the log says so.
 Gates are read only through the ``allow_*()`` helpers of v1/utils.py.
@@ -104,6 +104,8 @@ v1.87: 'service' verb (unsupported here) and node.service_step (always
 v1.88: port.name (ports are not stored here: port writes unsupported)
 v1.89: attaching and detaching virtual media, /v1/nodes/{node}/vmedia
        (unsupported here)
+v1.90: OVN VTEP switch data in port.local_link_connection (ports are not
+       stored here)
 """
 
 BASE_VERSION = 1
@@ -197,10 +199,11 @@ MINOR_86_FIRMWARE_INTERFACE = 86
 MINOR_87_SERVICE = 87
 MINOR_88_PORT_NAME = 88
 MINOR_89_ATTACH_DETACH_VMEDIA = 89
+MINOR_90_OVN_VTEP = 90
 
 # NOTE: when adding a version, update MINOR_MAX_VERSION and the log above.
 MINOR_MIN_VERSION = MINOR_1_INITIAL_VERSION
-MINOR_MAX_VERSION = MINOR_89_ATTACH_DETACH_VMEDIA
+MINOR_MAX_VERSION = MINOR_90_OVN_VTEP
 
 MIN_VERSION_STRING = '%d.%d' % (BASE_VERSION, MINOR_MIN_VERSION)
 MAX_VERSION_STRING = '%d.%d' % (BASE_VERSION, MINOR_MAX_VERSION)

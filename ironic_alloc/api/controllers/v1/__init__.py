@@ -10,6 +10,7 @@ import pecan
 from pecan import rest
 
 from ironic_alloc import api
+from ironic_alloc.api.controllers import base
 from ironic_alloc.api.controllers import link
 from ironic_alloc.api.controllers import routing
 from ironic_alloc.api.controllers.v1 import allocation
@@ -99,6 +100,7 @@ class Controller(rest.RestController):
     def _route(self, args, request=None):
         headers = api.request.headers
         api.request.version = negotiation.negotiate(headers)
+        args = _strip_json_suffix(list(args), headers)
         api.request.extension_version = negotiation.negotiate_extension(
             headers)
         # NOTE: one dict lookup for every other request.
@@ -108,6 +110,24 @@ class Controller(rest.RestController):
             return found._route(args[1:], request)
         return (routing.sub_controller(self, args, request)
                 or super()._route(args, request))
+
+
+def _strip_json_suffix(args, headers):
+    """Before 1.91 a trailing ``.json`` only asked for JSON (a leftover of
+    pecan's content-type guessing that Ironic kept): it is dropped from
+    the path, and utils.with_json_suffix() still finds a resource whose
+    name ends in ``.json``.  As in Ironic, only a request naming an older
+    version is affected; without a version header the path is literal.
+    """
+    while args and args[-1] == '':
+        args.pop()
+    if (not args or not args[-1].endswith('.json')
+            or base.Version.requested(headers) is None
+            or utils.allow_literal_json_suffix()):
+        return args
+    args[-1] = args[-1][:-len('.json')]
+    api.request.environ[utils.JSON_SUFFIX_KEY] = args[-1]
+    return args
 
 
 # ironic_alloc's own endpoints, gated by their extension feature.

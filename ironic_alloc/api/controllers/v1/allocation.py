@@ -225,6 +225,11 @@ def get_allocation_with_node_uuids(ident, rule=None):
 
     :returns: (Allocation, {node id: node UUID}).
     """
+    return utils.with_json_suffix(_allocation_with_node_uuids, ident,
+                                  exception.AllocationNotFound, rule)
+
+
+def _allocation_with_node_uuids(ident, rule):
     context = api.request.context
     if uuidutils.is_uuid_like(ident):
         criteria = {'uuid': ident}

@@ -145,18 +145,34 @@ class NodeStatesController(rest.RestController):
         return NodeStates.convert(utils.get_node(
             self.node_ident, 'baremetal:node:get_states'))
 
-    @expose.expose(None, str, types.jsontype, status_code=202)
-    def provision(self, target, configdrive=None):
+    @expose.expose(None, str, types.jsontype, types.jsontype,
+                   types.jsontype, str, types.boolean, str,
+                   status_code=202)
+    def provision(self, target, configdrive=None, clean_steps=None,
+                  service_steps=None, runbook=None, disable_ramdisk=None,
+                  rescue_password=None):
         """Start a provision action; 202 and a Location to poll.
 
         :param target: a verb ('manage', 'provide', 'active'/'deploy',
             'deleted'/'undeploy', 'rebuild', 'abort', 'adopt').
         :param configdrive: accepted (string, or object at 1.56+) and
             ignored: nothing boots here.
+        :param clean_steps, service_steps, runbook, disable_ramdisk,
+            rescue_password: arguments of the clean, service and rescue
+            verbs, which are refused naming the verb.
         """
         node = utils.get_node(self.node_ident,
                               'baremetal:node:set_provision_state')
         action = canonical_action(target, node)
+        steps_args = {'clean_steps': clean_steps,
+                      'service_steps': service_steps, 'runbook': runbook,
+                      'disable_ramdisk': disable_ramdisk,
+                      'rescue_password': rescue_password}
+        given = sorted(k for k, v in steps_args.items() if v is not None)
+        if given:
+            raise exception.Invalid(
+                '%s only apply to the clean, service and rescue provision '
+                'actions, not to "%s".' % (', '.join(given), target))
         check_configdrive(target, configdrive)
         with utils.node_rpc(self.node_ident):
             api.request.rpcapi.do_provisioning_action(

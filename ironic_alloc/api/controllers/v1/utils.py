@@ -273,6 +273,11 @@ def allow_firmware_interface():
     return _allowed(versions.MINOR_86_FIRMWARE_INTERFACE)
 
 
+def allow_literal_json_suffix():
+    """1.91: a trailing ``.json`` in a path is part of the name."""
+    return _allowed(versions.MINOR_91_DOT_JSON)
+
+
 def allow_service_step():
     """1.87: node.service_step (the 'service' verb is refused)."""
     return _allowed(versions.MINOR_87_SERVICE)
@@ -533,6 +538,11 @@ def get_node(node_ident, rule=None):
         NodeNotFound (404) for a missing node or one hidden from a
         project caller, HTTPForbidden (403) when ``rule`` denies.
     """
+    return with_json_suffix(_get_node, node_ident, exception.NodeNotFound,
+                            rule)
+
+
+def _get_node(node_ident, rule):
     context = api.request.context
     if uuidutils.is_uuid_like(node_ident):
         node = objects.Node.get_by_uuid(context, node_ident)
@@ -547,6 +557,23 @@ def get_node(node_ident, rule=None):
     if rule is not None:
         access.authorize_node(rule, node)
     return node
+
+
+# The WSGI environ key remembering the identifier a pre-1.91 request
+# named with a ``.json`` suffix (dropped by the v1 router).
+JSON_SUFFIX_KEY = 'ironic_alloc.json_suffix_dropped'
+
+
+def with_json_suffix(lookup, ident, not_found, *args):
+    """``lookup(ident, *args)``; when that is not found and the v1 router
+    dropped a ``.json`` suffix from ``ident`` (before 1.91), the resource
+    whose name keeps the suffix, as Ironic does."""
+    try:
+        return lookup(ident, *args)
+    except not_found:
+        if api.request.environ.get(JSON_SUFFIX_KEY) != ident:
+            raise
+        return lookup(ident + '.json', *args)
 
 
 @contextlib.contextmanager

@@ -1,6 +1,6 @@
 """Microversions of the v1 API: one constant per feature, one log line each.
 
-The numbers are the Bare Metal API's; this service offers 1.1 to 1.90.
+The numbers are the Bare Metal API's; this service offers 1.1 to 1.91.
 Features that drive hardware are accepted at their Ironic version but
 answered with a clear 400 (see v1/unsupported.py); the log says so.
 Gates are read only through the ``allow_*()`` helpers of v1/utils.py.
@@ -106,6 +106,8 @@ v1.89: attaching and detaching virtual media, /v1/nodes/{node}/vmedia
        (unsupported here)
 v1.90: OVN VTEP switch data in port.local_link_connection (ports are not
        stored here)
+v1.91: a trailing .json in a path is part of the name (before, a request
+       naming an older version had it dropped)
 """
 
 BASE_VERSION = 1
@@ -200,10 +202,11 @@ MINOR_87_SERVICE = 87
 MINOR_88_PORT_NAME = 88
 MINOR_89_ATTACH_DETACH_VMEDIA = 89
 MINOR_90_OVN_VTEP = 90
+MINOR_91_DOT_JSON = 91
 
 # NOTE: when adding a version, update MINOR_MAX_VERSION and the log above.
 MINOR_MIN_VERSION = MINOR_1_INITIAL_VERSION
-MINOR_MAX_VERSION = MINOR_90_OVN_VTEP
+MINOR_MAX_VERSION = MINOR_91_DOT_JSON
 
 MIN_VERSION_STRING = '%d.%d' % (BASE_VERSION, MINOR_MIN_VERSION)
 MAX_VERSION_STRING = '%d.%d' % (BASE_VERSION, MINOR_MAX_VERSION)

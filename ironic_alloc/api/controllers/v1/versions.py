@@ -1,6 +1,6 @@
 """Microversions of the v1 API: one constant per feature, one log line each.
 
-The numbers are the Bare Metal API's; this service offers 1.1 to 1.93.
+The numbers are the Bare Metal API's; this service offers 1.1 to 1.94.
 Features that drive hardware are accepted at their Ironic version but
 answered with a clear 400 (see v1/unsupported.py); the log says so.
 Gates are read only through the ``allow_*()`` helpers of v1/utils.py.
@@ -112,6 +112,8 @@ v1.92: runbooks, /v1/runbooks, and the runbook argument of the clean and
        service verbs (unsupported here)
 v1.93: reading the virtual media of a node, GET /v1/nodes/{node}/vmedia
        (unsupported here)
+v1.94: ports created naming their node by name (ports are not stored
+       here)
 """
 
 BASE_VERSION = 1
@@ -209,10 +211,11 @@ MINOR_90_OVN_VTEP = 90
 MINOR_91_DOT_JSON = 91
 MINOR_92_RUNBOOKS = 92
 MINOR_93_GET_VMEDIA = 93
+MINOR_94_PORT_NODENAME = 94
 
 # NOTE: when adding a version, update MINOR_MAX_VERSION and the log above.
 MINOR_MIN_VERSION = MINOR_1_INITIAL_VERSION
-MINOR_MAX_VERSION = MINOR_93_GET_VMEDIA
+MINOR_MAX_VERSION = MINOR_94_PORT_NODENAME
 
 MIN_VERSION_STRING = '%d.%d' % (BASE_VERSION, MINOR_MIN_VERSION)
 MAX_VERSION_STRING = '%d.%d' % (BASE_VERSION, MINOR_MAX_VERSION)

@@ -38,7 +38,7 @@ RELEASE_MAPPING = {
             'Chassis': '1.0',
             'Conductor': '1.0',
             'EventType': '1.0',
-            'Node': '1.2',
+            'Node': '1.3',
             'NodeCRUDNotification': '1.0',
             'NodeCRUDPayload': '1.14',
             'NodeMaintenanceNotification': '1.0',

@@ -21,7 +21,9 @@ class Node(base.IronicAllocObject):
     # Version 1.0: Initial version
     # Version 1.1: shard (Bare Metal API 1.82)
     # Version 1.2: parent_node (Bare Metal API 1.83)
-    VERSION = '1.2'
+    # Version 1.3: disable_power_off (1.95), instance_name (1.104), health
+    #              (1.109)
+    VERSION = '1.3'
 
     dbapi = db_api.get_instance()
 
@@ -72,6 +74,9 @@ class Node(base.IronicAllocObject):
         'allocation_id': fields.IntegerField(nullable=True),
         'shard': fields.StringField(nullable=True),
         'parent_node': fields.UUIDField(nullable=True),
+        'disable_power_off': fields.BooleanField(),
+        'instance_name': fields.StringField(nullable=True),
+        'health': fields.StringField(nullable=True),
         'traits': fields.ListOfStringsField(),
         'created_at': fields.DateTimeField(nullable=True),
         'updated_at': fields.DateTimeField(nullable=True),
@@ -80,6 +85,9 @@ class Node(base.IronicAllocObject):
     def obj_make_compatible(self, primitive, target_version):
         super().obj_make_compatible(primitive, target_version)
         version = versionutils.convert_version_to_tuple(target_version)
+        if version < (1, 3):
+            for name in ('disable_power_off', 'instance_name', 'health'):
+                primitive.pop(name, None)
         if version < (1, 2):
             primitive.pop('parent_node', None)
         if version < (1, 1):

@@ -89,6 +89,8 @@ class Node(Base):
         sa.Index('nodes_chassis_uuid_idx', 'chassis_uuid'),
         # NOTE: the node list's shard filters and the shard counts.
         sa.Index('nodes_shard_idx', 'shard'),
+        # NOTE: the node list's instance_name filter (1.104).
+        sa.Index('nodes_instance_name_idx', 'instance_name'),
         # NOTE: the children of a node (its children list and the node
         # list's parent_node filter).
         sa.Index('nodes_parent_node_idx', 'parent_node'),
@@ -152,6 +154,12 @@ class Node(Base):
     # NOTE: the UUID of another node, not a foreign key, as in Ironic:
     # deleting a parent leaves its children naming it.
     parent_node = sa.Column(sa.String(36), nullable=True)
+    disable_power_off = sa.Column(sa.Boolean, nullable=False, default=False,
+                                  server_default=sa.false())
+    instance_name = sa.Column(sa.String(255), nullable=True)
+    # NOTE: reported by a BMC in Ironic; no fake node has one, so it stays
+    # NULL here.
+    health = sa.Column(sa.String(32), nullable=True)
     # NOTE: properties normalised for the matching language, written with
     # properties in the same transaction (matching.node_match_columns):
     # an integer or integer string as its number, else NULL, which never

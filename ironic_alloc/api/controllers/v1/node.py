@@ -219,6 +219,16 @@ class Node(base.APIBase):
     """The UUID of the node's parent (1.83+; a name is accepted and
     stored as the UUID it names)"""
 
+    disable_power_off = types.boolean
+    """Whether powering the node off is refused (1.95+)"""
+
+    instance_name = wsme.wsattr(_str255)
+    """The name of the instance deployed on the node (1.104+); follows
+    ``instance_info.display_name`` while unset"""
+
+    health = wsme.wsattr(str, readonly=True)
+    """The health reported by the node's BMC (1.109+): none here"""
+
     service_step = wsme.wsattr(types.dicttype, readonly=True)
     """The service step running (1.87): always empty, no node is serviced
     here"""
@@ -351,7 +361,8 @@ class NodePatchType(types.JsonPatchType):
             '/inspection_finished_at', '/inspection_started_at',
             '/clean_step', '/deploy_step', '/raid_config',
             '/target_raid_config', '/fault', '/conductor', '/boot_mode',
-            '/secure_boot', '/ports', '/portgroups', '/states', '/volume',
+            '/secure_boot', '/health', '/ports', '/portgroups', '/states',
+            '/volume',
         ] + ['/%s' % f for f in API_ONLY_FIELDS]
 
     @staticmethod
@@ -821,7 +832,9 @@ def _check_patch(patch, reset_interfaces):
 
 # Node fields and the Node object version that carries them: a conductor
 # of an older release would drop them from a change sent to it.
-_OBJECT_VERSION_OF_FIELD = {'shard': (1, 1), 'parent_node': (1, 2)}
+_OBJECT_VERSION_OF_FIELD = {'shard': (1, 1), 'parent_node': (1, 2),
+                            'disable_power_off': (1, 3),
+                            'instance_name': (1, 3), 'health': (1, 3)}
 
 
 def _check_not_pinned(roots):
@@ -959,4 +972,5 @@ def _validated_changes(old, new):
     return changes
 
 
-_NOT_NULL = ('driver', 'maintenance', 'protected', 'retired')
+_NOT_NULL = ('driver', 'maintenance', 'protected', 'retired',
+             'disable_power_off')

@@ -328,6 +328,9 @@ VERSIONED_FIELDS = {
     'parent_node': versions.MINOR_83_PARENT_CHILD_NODES,
     'firmware_interface': versions.MINOR_86_FIRMWARE_INTERFACE,
     'service_step': versions.MINOR_87_SERVICE,
+    'disable_power_off': versions.MINOR_95_DISABLE_POWER_OFF,
+    'instance_name': versions.MINOR_104_NODE_INSTANCE_NAME,
+    'health': versions.MINOR_109_NODE_HEALTH,
 }
 
 

@@ -213,6 +213,12 @@ MINOR_92_RUNBOOKS = 92
 MINOR_93_GET_VMEDIA = 93
 MINOR_94_PORT_NODENAME = 94
 
+# Versions past this service's maximum: fields stored already but never
+# shown (their version is above MINOR_MAX_VERSION).
+MINOR_95_DISABLE_POWER_OFF = 95
+MINOR_104_NODE_INSTANCE_NAME = 104
+MINOR_109_NODE_HEALTH = 109
+
 # NOTE: when adding a version, update MINOR_MAX_VERSION and the log above.
 MINOR_MIN_VERSION = MINOR_1_INITIAL_VERSION
 MINOR_MAX_VERSION = MINOR_94_PORT_NODENAME

@@ -27,16 +27,14 @@ class TestGates(base.RequestTestCase):
         hidden = utils.disallowed_fields()
         self.assertIn('name', hidden)
         self.assertIn('driver_internal_info', hidden)
-        self.set_version(81)
-        self.assertEqual(['shard', 'parent_node', 'firmware_interface'],
-                         utils.disallowed_fields())
-        self.set_version(82)
-        self.assertEqual(['parent_node', 'firmware_interface'],
-                         utils.disallowed_fields())
-        self.set_version(85)
-        self.assertEqual(['firmware_interface'], utils.disallowed_fields())
-        self.set_version(86)
-        self.assertEqual([], utils.disallowed_fields())
+        newest = ['shard', 'parent_node', 'firmware_interface',
+                  'service_step', 'disable_power_off', 'instance_name',
+                  'health']
+        for minor, hidden in ((81, newest), (82, newest[1:]),
+                              (85, newest[2:]), (86, newest[3:]),
+                              (87, newest[4:])):
+            self.set_version(minor)
+            self.assertEqual(hidden, utils.disallowed_fields(), minor)
 
     def test_check_allowed_fields(self):
         self.set_version(7)

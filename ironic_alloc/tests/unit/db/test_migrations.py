@@ -409,6 +409,33 @@ class MigrationCheckersMixin:
         with engine.begin() as conn:
             conn.execute(sa.text('DELETE FROM allocation_groups'))
 
+    def _pre_upgrade_a7d2e5f8c316(self, engine):
+        nodes = sa.table('nodes', sa.column('uuid'), sa.column('driver'),
+                         sa.column('maintenance'), sa.column('protected'),
+                         sa.column('retired'), sa.column('console_enabled'))
+        self._insert(engine, nodes, {
+            'uuid': '3b8d1f6a-2c4e-4a7b-9e0d-6f1a3c5e7b92',
+            'driver': 'fake-hardware', 'maintenance': False,
+            'protected': False, 'retired': False, 'console_enabled': False})
+
+    def _check_a7d2e5f8c316(self, engine, data):
+        columns = self._columns(engine, 'nodes')
+        for name in ('disable_power_off', 'instance_name', 'health'):
+            self.assertIn(name, columns)
+        by_name = {i['name']: i for i in
+                   sa.inspect(engine).get_indexes('nodes')}
+        self.assertEqual(['instance_name'],
+                         by_name['nodes_instance_name_idx']['column_names'])
+        with engine.begin() as conn:
+            # A node enrolled before the upgrade may be powered off, and
+            # has no instance name nor health.
+            row = conn.execute(sa.text(
+                'SELECT disable_power_off, instance_name, health FROM nodes '
+                "WHERE uuid = '3b8d1f6a-2c4e-4a7b-9e0d-6f1a3c5e7b92'")).one()
+            self.assertEqual((False, None, None),
+                             (bool(row[0]), row[1], row[2]))
+            conn.execute(sa.text('DELETE FROM nodes'))
+
     def _insert(self, engine, table, values):
         with engine.begin() as conn:
             conn.execute(table.insert().values(**values))

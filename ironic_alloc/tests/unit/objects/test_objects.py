@@ -20,7 +20,7 @@ expected_object_fingerprints = {
     'Chassis': '1.0-c35dcce94fa3bbb43d75465b7c43d5f1',
     'Conductor': '1.0-157a8b1669d035736cbc95ecce8cf73e',
     'EventType': '1.0-e57847de66c709a4d22d41cbc86634a7',
-    'Node': '1.2-c5e783448c1f3324f9e3f326e0e76635',
+    'Node': '1.3-3c679077b70b6ca098a0f987d30f026f',
     'NodeCRUDNotification': '1.0-e457f1e870b64f4d06a9bb0d72e65279',
     'NodeCRUDPayload': '1.14-abe3a744767e5ada9f8370cf0caa1862',
     'NodeMaintenanceNotification': '1.0-e457f1e870b64f4d06a9bb0d72e65279',
@@ -57,7 +57,8 @@ class TestNodeBackport(test_base.TestCase):
     def _primitive(self, version):
         node = node_obj.Node(
             name='n', shard='rack-a',
-            parent_node='0a4c2e6f-8b1d-4f3a-9c5e-7d2b4f6a8c01')
+            parent_node='0a4c2e6f-8b1d-4f3a-9c5e-7d2b4f6a8c01',
+            disable_power_off=True, instance_name='vm-1', health='OK')
         return node.obj_to_primitive(target_version=version)[
             'ironic_alloc_object.data']
 
@@ -73,3 +74,11 @@ class TestNodeBackport(test_base.TestCase):
             {'name': 'n', 'shard': 'rack-a',
              'parent_node': '0a4c2e6f-8b1d-4f3a-9c5e-7d2b4f6a8c01'},
             self._primitive('1.2'))
+
+    def test_1_3_has_power_instance_name_and_health(self):
+        self.assertEqual(
+            {'name': 'n', 'shard': 'rack-a',
+             'parent_node': '0a4c2e6f-8b1d-4f3a-9c5e-7d2b4f6a8c01',
+             'disable_power_off': True, 'instance_name': 'vm-1',
+             'health': 'OK'},
+            self._primitive('1.3'))

@@ -351,6 +351,11 @@ class ConductorUnreachable(TemporaryFailure):
                 'request may be retried.')
 
 
+class PowerOffDisabled(InvalidState):
+    _msg_fmt = ('Failed to set node power state to %(pstate)s: powering '
+                'off node %(node)s is disabled (disable_power_off).')
+
+
 class PowerStateFailure(IronicAllocException):
     _msg_fmt = ('The node did not reach power state %(pstate)s within '
                 '%(timeout)s seconds.')

@@ -7,6 +7,8 @@ while a conductor works, and where it ends on success or failure.
 
 import collections
 
+from ironic_alloc.common import exception
+
 # Provision states (wire names are Ironic's).
 NOSTATE = None
 ENROLL = 'enroll'
@@ -142,6 +144,17 @@ POWER_TARGETS = {
     SOFT_POWER_OFF: POWER_OFF,
     SOFT_REBOOT: POWER_ON,
 }
+
+
+def check_power_off_allowed(node, target):
+    """The rule of disable_power_off (Bare Metal API 1.95), checked by the
+    API and again by the conductor under the node lock.
+
+    :raises: PowerOffDisabled (409) for a power ``target`` ending off on
+        a node whose disable_power_off is set.
+    """
+    if node.disable_power_off and POWER_TARGETS.get(target) == POWER_OFF:
+        raise exception.PowerOffDisabled(pstate=target, node=node.uuid)
 
 # Allocation states.
 ALLOCATING = 'allocating'

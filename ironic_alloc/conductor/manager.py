@@ -5,6 +5,7 @@ import oslo_messaging as messaging
 
 from ironic_alloc.common import exception
 from ironic_alloc.common import notifications
+from ironic_alloc.common import states
 from ironic_alloc.conductor import allocations
 from ironic_alloc.conductor import leases
 from ironic_alloc.conductor import nodes
@@ -139,6 +140,9 @@ class ConductorManager:
         """:param timeout: since RPC 1.1; None from 1.0 callers."""
         provisioning.check_power_target(new_state)
         with task.node_lock(context, node_id, self.host) as lock:
+            # NOTE: checked again under the lock: a PATCH setting
+            # disable_power_off may have landed after the API's check.
+            states.check_power_off_allowed(lock.node, new_state)
             lock.node.target_power_state = \
                 provisioning.power_target(new_state)
             lock.node.save()

@@ -72,8 +72,11 @@ def finish_values(node, action, transition, on_state=None):
             on_state({'provision_state': states.UNDEPLOY_CLEANING_STEP,
                       'target_provision_state': transition.success})
             _pause()
-        values.update(power_state=states.POWER_OFF, instance_uuid=None,
-                      instance_info={})
+        values.update(instance_uuid=None, instance_info={})
+        # NOTE: as in Ironic, tearing down leaves powered on a node whose
+        # powering off is disabled.
+        if not node.disable_power_off:
+            values['power_state'] = states.POWER_OFF
     elif action == 'provide':
         values['power_state'] = node.power_state or states.POWER_OFF
     return values

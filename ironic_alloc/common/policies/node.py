@@ -83,6 +83,8 @@ rules = [
            'retired and retired_reason'),
     _patch('shard', 'rule:system_admin', 'the shard'),
     _patch('parent_node', 'rule:system_member', 'the parent node'),
+    _patch('disable_power_off', 'rule:system_admin',
+           'disable_power_off (whether powering the node off is refused)'),
     _rule('baremetal:node:update_owner_provisioned', 'rule:system_admin',
           'Change the owner of an active node; without it the change is a '
           '409.', [('PATCH', NODE)]),
@@ -153,4 +155,5 @@ PATCH_RULES = {
     'retired_reason': 'baremetal:node:update:retired',
     'shard': 'baremetal:node:update:shard',
     'parent_node': 'baremetal:node:update:parent_node',
+    'disable_power_off': 'baremetal:node:update:disable_power_off',
 }

@@ -199,6 +199,7 @@ class NodeStatesController(rest.RestController):
         if target not in states.POWER_TARGETS:
             raise exception.InvalidStateRequested(
                 action=target, node=node.uuid, state=node.power_state)
+        states.check_power_off_allowed(node, target)
         with utils.node_rpc(self.node_ident):
             api.request.rpcapi.change_node_power_state(
                 api.request.context, node.id, target,

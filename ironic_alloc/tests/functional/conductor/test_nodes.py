@@ -115,6 +115,38 @@ class ConductorNodeTestCase(base.DbTestCase):
                           self.rpcapi.change_node_power_state, self.context,
                           node.id, 'explode', self.host)
 
+    def test_power_off_disabled(self):
+        # The conductor applies the rule itself, under the node lock: a
+        # request the API let through before disable_power_off was set
+        # still finds it.
+        node = make_node(self.context, power_state=states.POWER_ON,
+                         disable_power_off=True)
+        for target in (states.POWER_OFF, states.SOFT_POWER_OFF):
+            exc = self.assertRaises(exception.PowerOffDisabled,
+                                    self.rpcapi.change_node_power_state,
+                                    self.context, node.id, target,
+                                    self.host)
+            self.assertEqual(409, exc.code)
+        node.refresh()
+        self.assertEqual(states.POWER_ON, node.power_state)
+        self.assertIsNone(node.target_power_state)
+        self.assertIsNone(node.reservation)
+        self.rpcapi.change_node_power_state(self.context, node.id,
+                                            states.REBOOT, self.host)
+        node = self.wait_for(node, lambda n: n.target_power_state is None
+                             and n.reservation is None)
+        self.assertEqual(states.POWER_ON, node.power_state)
+
+    def test_undeploy_keeps_power_when_power_off_disabled(self):
+        node = make_node(self.context, provision_state=states.ACTIVE,
+                         power_state=states.POWER_ON,
+                         instance_uuid='5c1e7a93-2d4b-4f60-8a1e-3b9d7c5f2e14',
+                         disable_power_off=True)
+        node = self.act(node, 'undeploy')
+        self.assertEqual(states.AVAILABLE, node.provision_state)
+        self.assertIsNone(node.instance_uuid)
+        self.assertEqual(states.POWER_ON, node.power_state)
+
     def test_traits(self):
         node = make_node(self.context)
         self.rpcapi.set_node_traits(self.context, node.id,

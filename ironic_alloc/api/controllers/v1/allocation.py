@@ -558,7 +558,7 @@ def _patched_values(rpc_allocation, patch):
     lease_changed, lease_end = _lease_of_patch(patch)
     patch = [op for op in patch if op['path'] not in LEASE_PATHS]
     for op in patch:
-        root = op['path'].split('/')[1] if op['path'].count('/') else ''
+        root = utils.decode_pointer_segment(op['path'].split('/')[1])
         if root not in PATCHABLE:
             allowed = ['/' + p for p in PATCHABLE]
             if extensions.allow_extension('reservations'):

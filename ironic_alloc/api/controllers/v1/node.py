@@ -908,7 +908,7 @@ def _patch_rules(patch):
     """The policy rules a node PATCH needs, each once, in patch order."""
     rules = []
     for op in patch:
-        root = op['path'].split('/')[1] if op['path'].count('/') else ''
+        root = utils.decode_pointer_segment(op['path'].split('/')[1])
         rule = node_policies.PATCH_RULES.get(root)
         if rule is None and root in node_obj.INTERFACE_FIELDS:
             rule = 'baremetal:node:update:driver_interfaces'

@@ -1,6 +1,7 @@
 """Reusable WSME types: validation of wire values lives here."""
 
 import json
+import re
 
 from oslo_utils import strutils
 from oslo_utils import uuidutils
@@ -8,6 +9,7 @@ import wsme
 import wsme.rest.json
 from wsme import types as wtypes
 
+from ironic_alloc.api.controllers.v1 import utils
 from ironic_alloc.common import exception
 
 
@@ -201,12 +203,18 @@ def json_object(cls):
     return cls
 
 
+# JSON patch paths: before 1.98 each segment is made of word characters
+# and dashes; from 1.98 any characters, '~' and '/' escaped as RFC 6901
+# says ('~0' and '~1').
+_PATCH_PATH = re.compile(r'^(/[\w-]+)+$')
+_ESCAPED_PATCH_PATH = re.compile(r'^(/([^/~]|~[01])+)+$')
+
+
 @json_object
 class JsonPatchType(wtypes.Base):
     """One RFC 6902 operation; subclasses name the read-only paths."""
 
-    path = wtypes.wsattr(wtypes.StringType(pattern='^(/[\\w-]+)+$'),
-                         mandatory=True)
+    path = wtypes.wsattr(wtypes.text, mandatory=True)
     op = wtypes.wsattr(wtypes.Enum(str, 'add', 'replace', 'remove'),
                        mandatory=True)
     value = wsme.wsattr(jsontype, default=wtypes.Unset)
@@ -233,7 +241,14 @@ class JsonPatchType(wtypes.Base):
             if not isinstance(getattr(patch, name), str):
                 raise exception.Invalid(
                     "Every patch operation needs '%s' as a string" % name)
-        root = '/' + patch.path.split('/')[1]
+        pattern = (_ESCAPED_PATCH_PATH if utils.allow_escaped_patch_paths()
+                   else _PATCH_PATH)
+        if not pattern.match(patch.path):
+            raise exception.Invalid(
+                "Invalid input for field/attribute path. Value: %s. Value "
+                "should match the pattern %s"
+                % (json.dumps(patch.path), pattern.pattern))
+        root = '/' + utils.decode_pointer_segment(patch.path.split('/')[1])
         if root in patch.internal_attrs():
             raise exception.Invalid(
                 "'%s' is an internal attribute and can not be updated"

@@ -278,6 +278,12 @@ def allow_literal_json_suffix():
     return _allowed(versions.MINOR_91_DOT_JSON)
 
 
+def allow_escaped_patch_paths():
+    """1.98: JSON patch paths may hold any character, with '~' and '/'
+    escaped as '~0' and '~1'."""
+    return _allowed(versions.MINOR_98_SUPPORT_SPECIAL_CHAR_IN_ATTRIBUTES)
+
+
 def allow_service_step():
     """1.87: node.service_step (the 'service' verb is refused)."""
     return _allowed(versions.MINOR_87_SERVICE)
@@ -526,9 +532,14 @@ def get_patch_values(patch, path):
             if p['path'] == path and p['op'] != 'remove']
 
 
+def decode_pointer_segment(segment):
+    """One segment of a JSON pointer, its RFC 6901 escapes decoded."""
+    return segment.replace('~1', '/').replace('~0', '~')
+
+
 def patched_roots(patch):
     """The top-level attributes a patch touches."""
-    return {p['path'].split('/')[1] for p in patch}
+    return {decode_pointer_segment(p['path'].split('/')[1]) for p in patch}
 
 
 # Lookups

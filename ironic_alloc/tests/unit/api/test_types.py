@@ -10,6 +10,7 @@ from ironic_alloc.api.controllers.v1 import node
 from ironic_alloc.api.controllers.v1 import types
 from ironic_alloc.common import exception
 from ironic_alloc.tests import base
+from ironic_alloc.tests.unit.api import base as api_base
 
 
 class TestUuidTypes(base.TestCase):
@@ -110,8 +111,12 @@ class TestJsonObject(base.TestCase):
         self.assertIn('Mandatory field missing', str(exc))
 
 
-class TestJsonPatchType(base.TestCase):
+class TestJsonPatchType(api_base.RequestTestCase):
     """Reading one operation also validates it (to a plain dict)."""
+
+    def setUp(self):
+        super().setUp()
+        self.set_version(98)
 
     def _op(self, **kw):
         return wsme.rest.json.fromjson(node.NodePatchType, kw)
@@ -141,8 +146,22 @@ class TestJsonPatchType(base.TestCase):
                           path='/extra/a')
 
     def test_bad_path(self):
-        self.assertRaises(wsme.exc.InvalidInput, self._op, op='add',
-                          path='extra', value=1)
+        for path in ('extra', '', '/', '/extra//a', '/extra/a~', '/extra/~2'):
+            exc = self.assertRaises(exception.Invalid, self._op, op='add',
+                                    path=path, value=1)
+            self.assertIn('should match the pattern', str(exc))
+
+    def test_escaped_paths_from_1_98(self):
+        for path in ('/extra/a~1b', '/extra/a~0b', '/extra/a.b c'):
+            self.assertEqual({'op': 'add', 'path': path, 'value': 1},
+                             self._op(op='add', path=path, value=1))
+        self.set_version(97)
+        for path in ('/extra/a~1b', '/extra/a~0b', '/extra/a.b'):
+            exc = self.assertRaises(exception.Invalid, self._op, op='add',
+                                    path=path, value=1)
+            self.assertIn(r'pattern ^(/[\w-]+)+$', str(exc))
+        self.assertEqual({'op': 'add', 'path': '/extra/a-b_c', 'value': 1},
+                         self._op(op='add', path='/extra/a-b_c', value=1))
 
     def test_bad_op(self):
         self.assertRaises(wsme.exc.InvalidInput, self._op, op='copy',

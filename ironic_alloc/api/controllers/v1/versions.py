@@ -1,6 +1,6 @@
 """Microversions of the v1 API: one constant per feature, one log line each.
 
-The numbers are the Bare Metal API's; this service offers 1.1 to 1.101.
+The numbers are the Bare Metal API's; this service offers 1.1 to 1.102.
 Features that drive hardware are accepted at their Ironic version but
 answered with a clear 400 (see v1/unsupported.py); the log says so.
 Gates are read only through the ``allow_*()`` helpers of v1/utils.py.
@@ -124,6 +124,7 @@ v1.99: the conductor_group filter of the port and portgroup lists
        (always empty here)
 v1.100: port.vendor (ports are not stored here)
 v1.101: port.category (ports are not stored here)
+v1.102: portgroup.physical_network (portgroups are not stored here)
 """
 
 BASE_VERSION = 1
@@ -229,6 +230,7 @@ MINOR_98_SUPPORT_SPECIAL_CHAR_IN_ATTRIBUTES = 98
 MINOR_99_PORT_PORTGROUP_CONDUCTOR_GROUP_FILTER = 99
 MINOR_100_PORT_VENDOR = 100
 MINOR_101_PORT_CATEGORY = 101
+MINOR_102_PORTGROUP_PHYSICAL_NETWORK = 102
 
 
 # Versions past this service's maximum: fields stored already but never
@@ -238,7 +240,7 @@ MINOR_109_NODE_HEALTH = 109
 
 # NOTE: when adding a version, update MINOR_MAX_VERSION and the log above.
 MINOR_MIN_VERSION = MINOR_1_INITIAL_VERSION
-MINOR_MAX_VERSION = MINOR_101_PORT_CATEGORY
+MINOR_MAX_VERSION = MINOR_102_PORTGROUP_PHYSICAL_NETWORK
 
 MIN_VERSION_STRING = '%d.%d' % (BASE_VERSION, MINOR_MIN_VERSION)
 MAX_VERSION_STRING = '%d.%d' % (BASE_VERSION, MINOR_MAX_VERSION)

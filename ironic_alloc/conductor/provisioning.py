@@ -72,7 +72,8 @@ def finish_values(node, action, transition, on_state=None):
             on_state({'provision_state': states.UNDEPLOY_CLEANING_STEP,
                       'target_provision_state': transition.success})
             _pause()
-        values.update(instance_uuid=None, instance_info={})
+        values.update(instance_uuid=None, instance_info={},
+                      instance_name=None)
         # NOTE: as in Ironic, tearing down leaves powered on a node whose
         # powering off is disabled.
         if not node.disable_power_off:

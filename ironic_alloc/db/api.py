@@ -64,7 +64,7 @@ class Connection(metaclass=abc.ABCMeta):
             retired (bool), description_contains, uuid_in (list),
             id_in (list), instance_uuid, chassis_uuid, shard_in (list),
             sharded (bool: whether the node has a shard), parent_node
-            (the UUID of the parent), has_parent (bool).
+            (the UUID of the parent), has_parent (bool), instance_name.
         :param marker: the id of the last node of the previous page.
         :raises: InvalidParameterValue for an unknown sort key.
         """

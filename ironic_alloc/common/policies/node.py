@@ -140,6 +140,7 @@ rules = [
 # falls under baremetal:node:update.
 PATCH_RULES = {
     'instance_info': 'baremetal:node:update_instance_info',
+    'instance_name': 'baremetal:node:update_instance_info',
     'extra': 'baremetal:node:update_extra',
     'driver_info': 'baremetal:node:update:driver_info',
     'properties': 'baremetal:node:update:properties',

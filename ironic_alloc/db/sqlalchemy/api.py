@@ -322,7 +322,7 @@ _NODE_LIST_FILTERS = ('provision_state', 'resource_class', 'maintenance',
                       'reserved_by_any_of', 'fault', 'retired',
                       'description_contains', 'uuid_in', 'instance_uuid',
                       'id_in', 'chassis_uuid', 'shard_in', 'sharded', 'parent_node',
-                      'has_parent')
+                      'instance_name', 'has_parent')
 
 
 def _filter_nodes(query, filters):
@@ -331,7 +331,7 @@ def _filter_nodes(query, filters):
         raise ValueError('Unknown node filters: %s' % sorted(unknown))
     m = models.Node
     for key in ('resource_class', 'owner', 'lessee', 'driver', 'fault',
-                'instance_uuid', 'chassis_uuid'):
+                'instance_uuid', 'chassis_uuid', 'instance_name'):
         if key in filters:
             query = query.filter(getattr(m, key) == filters[key])
     if 'conductor_group' in filters:

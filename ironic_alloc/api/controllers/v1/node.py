@@ -43,6 +43,7 @@ from ironic_alloc.objects import node as node_obj
 LOG = log.getLogger(__name__)
 
 DESCRIPTION_MAX_LENGTH = 4096
+INSTANCE_NAME_MAX_LENGTH = 255
 
 # Fields a plain (non-detailed) node list shows.
 DEFAULT_RETURN_FIELDS = ['instance_uuid', 'maintenance', 'power_state',
@@ -408,6 +409,9 @@ def _check_values(values):
         raise exception.Invalid(
             'Invalid conductor_group "%s": it can only contain alphanumeric '
             'characters, dashes, periods and underscores.' % group)
+    if 'instance_name' in values and values['instance_name'] == '':
+        raise exception.Invalid('The instance_name of a node cannot be an '
+                                'empty string.')
     description = values.get('description')
     if description and len(description) > DESCRIPTION_MAX_LENGTH:
         raise exception.Invalid('Node description cannot exceed %d '
@@ -572,14 +576,15 @@ class NodesController(rest.RestController):
                    types.boolean, types.boolean, str, types.uuid, int, str,
                    str, str, types.listtype, str, str, str, types.boolean,
                    str, str, str, types.uuid, types.listtype, types.boolean,
-                   str, types.boolean)
+                   str, types.boolean, str)
     def get_all(self, instance_uuid=None, associated=None, maintenance=None,
                 retired=None, provision_state=None, marker=None,
                 limit=None, sort_key=None, sort_dir=None, driver=None,
                 fields=None, resource_class=None, fault=None,
                 conductor_group=None, detail=None, owner=None, lessee=None,
                 description_contains=None, chassis_uuid=None, shard=None,
-                sharded=None, parent_node=None, include_children=None):
+                sharded=None, parent_node=None, include_children=None,
+                instance_name=None):
         """List nodes (Ironic's filters, paging and ``fields``)."""
         query = dict(locals())
         del query['self']
@@ -592,14 +597,14 @@ class NodesController(rest.RestController):
     @expose.expose(NodeCollection, types.uuid, types.boolean,
                    types.boolean, types.boolean, str, types.uuid, int, str,
                    str, str, str, str, str, str, str, str, types.uuid,
-                   types.listtype, types.boolean, str, types.boolean)
+                   types.listtype, types.boolean, str, types.boolean, str)
     def detail(self, instance_uuid=None, associated=None, maintenance=None,
                retired=None, provision_state=None, marker=None, limit=None,
                sort_key=None, sort_dir=None, driver=None,
                resource_class=None, fault=None, conductor_group=None,
                owner=None, lessee=None, description_contains=None,
                chassis_uuid=None, shard=None, sharded=None,
-               parent_node=None, include_children=None):
+               parent_node=None, include_children=None, instance_name=None):
         """List nodes with all their fields."""
         # NOTE: Pecan routes GET /v1/nodes/<ident>/detail here as well
         # (the identifier as the first argument); as in Ironic, only the
@@ -715,6 +720,7 @@ class NodesController(rest.RestController):
                 raise exception.NodeParentInvalid(
                     reason='a node cannot be its own parent')
         values = _to_object_values(dict(changed))
+        _follow_display_name(rpc_node, values)
         if (rpc_node.chassis_uuid and 'chassis_uuid' in values
                 and not values['chassis_uuid']
                 and not utils.allow_remove_chassis_uuid()):
@@ -782,6 +788,7 @@ FILTERS = {
     'sharded': utils.allow_shards,
     'parent_node': utils.allow_parent_nodes,
     'include_children': utils.allow_parent_nodes,
+    'instance_name': utils.allow_instance_name,
 }
 
 # Query names whose database filter has another name: the ``shard`` query
@@ -920,6 +927,18 @@ def _patch_rules(patch):
         if rule not in rules:
             rules.append(rule)
     return rules
+
+
+def _follow_display_name(rpc_node, values):
+    """As in Ironic, at every version: a change of instance_info giving
+    a display_name sets instance_name when the node has none (Nova sets
+    the display name; 1.104 clients read instance_name)."""
+    if 'instance_info' not in values or (
+            values.get('instance_name', rpc_node.instance_name)):
+        return
+    display_name = (values['instance_info'] or {}).get('display_name')
+    if display_name and isinstance(display_name, str):
+        values['instance_name'] = display_name[:INSTANCE_NAME_MAX_LENGTH]
 
 
 def _check_owner_change(rpc_node):

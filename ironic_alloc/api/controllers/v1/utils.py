@@ -284,6 +284,11 @@ def allow_escaped_patch_paths():
     return _allowed(versions.MINOR_98_SUPPORT_SPECIAL_CHAR_IN_ATTRIBUTES)
 
 
+def allow_instance_name():
+    """1.104: node.instance_name and its node list filter."""
+    return _allowed(versions.MINOR_104_NODE_INSTANCE_NAME)
+
+
 def allow_service_step():
     """1.87: node.service_step (the 'service' verb is refused)."""
     return _allowed(versions.MINOR_87_SERVICE)

@@ -137,14 +137,16 @@ class ConductorNodeTestCase(base.DbTestCase):
                              and n.reservation is None)
         self.assertEqual(states.POWER_ON, node.power_state)
 
-    def test_undeploy_keeps_power_when_power_off_disabled(self):
+    def test_undeploy_keeps_power_off_disabled_node_on(self):
         node = make_node(self.context, provision_state=states.ACTIVE,
                          power_state=states.POWER_ON,
                          instance_uuid='5c1e7a93-2d4b-4f60-8a1e-3b9d7c5f2e14',
-                         disable_power_off=True)
+                         instance_name='vm-1', disable_power_off=True)
         node = self.act(node, 'undeploy')
         self.assertEqual(states.AVAILABLE, node.provision_state)
         self.assertIsNone(node.instance_uuid)
+        # The instance's name goes with it, as in Ironic.
+        self.assertIsNone(node.instance_name)
         self.assertEqual(states.POWER_ON, node.power_state)
 
     def test_traits(self):

@@ -1,6 +1,6 @@
 """Microversions of the v1 API: one constant per feature, one log line each.
 
-The numbers are the Bare Metal API's; this service offers 1.1 to 1.105.
+The numbers are the Bare Metal API's; this service offers 1.1 to 1.106.
 Features that drive hardware are accepted at their Ironic version but
 answered with a clear 400 (see v1/unsupported.py); the log says so.
 Gates are read only through the ``allow_*()`` helpers of v1/utils.py.
@@ -130,6 +130,7 @@ v1.104: node.instance_name and its node list filter; it follows
         instance_info.display_name while unset
 v1.105: OVN VTEP switch data no longer accepted in
         port.local_link_connection (ports are not stored here)
+v1.106: the shard filter of the portgroup list (always empty here)
 """
 
 BASE_VERSION = 1
@@ -239,6 +240,7 @@ MINOR_102_PORTGROUP_PHYSICAL_NETWORK = 102
 MINOR_103_PORTGROUP_CATEGORY = 103
 MINOR_104_NODE_INSTANCE_NAME = 104
 MINOR_105_REMOVE_OVN_VTEP = 105
+MINOR_106_PORTGROUP_SHARD = 106
 
 # Versions past this service's maximum: fields stored already but never
 # shown (their version is above MINOR_MAX_VERSION).
@@ -246,7 +248,7 @@ MINOR_109_NODE_HEALTH = 109
 
 # NOTE: when adding a version, update MINOR_MAX_VERSION and the log above.
 MINOR_MIN_VERSION = MINOR_1_INITIAL_VERSION
-MINOR_MAX_VERSION = MINOR_105_REMOVE_OVN_VTEP
+MINOR_MAX_VERSION = MINOR_106_PORTGROUP_SHARD
 
 MIN_VERSION_STRING = '%d.%d' % (BASE_VERSION, MINOR_MIN_VERSION)
 MAX_VERSION_STRING = '%d.%d' % (BASE_VERSION, MINOR_MAX_VERSION)

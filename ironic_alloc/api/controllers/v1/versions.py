@@ -1,6 +1,6 @@
 """Microversions of the v1 API: one constant per feature, one log line each.
 
-The numbers are the Bare Metal API's; this service offers 1.1 to 1.106.
+The numbers are the Bare Metal API's; this service offers 1.1 to 1.107.
 Features that drive hardware are accepted at their Ironic version but
 answered with a clear 400 (see v1/unsupported.py); the log says so.
 Gates are read only through the ``allow_*()`` helpers of v1/utils.py.
@@ -131,6 +131,8 @@ v1.104: node.instance_name and its node list filter; it follows
 v1.105: OVN VTEP switch data no longer accepted in
         port.local_link_connection (ports are not stored here)
 v1.106: the shard filter of the portgroup list (always empty here)
+v1.107: X-OpenStack-Request-Id on every response (sent here at every
+        version)
 """
 
 BASE_VERSION = 1
@@ -241,6 +243,7 @@ MINOR_103_PORTGROUP_CATEGORY = 103
 MINOR_104_NODE_INSTANCE_NAME = 104
 MINOR_105_REMOVE_OVN_VTEP = 105
 MINOR_106_PORTGROUP_SHARD = 106
+MINOR_107_X_OPENSTACK_REQUEST_ID = 107
 
 # Versions past this service's maximum: fields stored already but never
 # shown (their version is above MINOR_MAX_VERSION).
@@ -248,7 +251,7 @@ MINOR_109_NODE_HEALTH = 109
 
 # NOTE: when adding a version, update MINOR_MAX_VERSION and the log above.
 MINOR_MIN_VERSION = MINOR_1_INITIAL_VERSION
-MINOR_MAX_VERSION = MINOR_106_PORTGROUP_SHARD
+MINOR_MAX_VERSION = MINOR_107_X_OPENSTACK_REQUEST_ID
 
 MIN_VERSION_STRING = '%d.%d' % (BASE_VERSION, MINOR_MIN_VERSION)
 MAX_VERSION_STRING = '%d.%d' % (BASE_VERSION, MINOR_MAX_VERSION)

@@ -164,6 +164,11 @@ class NodeStatesController(rest.RestController):
         node = utils.get_node(self.node_ident,
                               'baremetal:node:set_provision_state')
         action = canonical_action(target, node)
+        if (action == 'abort' and node.provision_state == states.DEPLOYWAIT
+                and not utils.allow_deploy_abort()):
+            raise exception.NotAcceptable(
+                'Aborting a deployment in state "%s" requires API version '
+                '1.110 or newer.' % states.DEPLOYWAIT)
         steps_args = {'clean_steps': clean_steps,
                       'service_steps': service_steps, 'runbook': runbook,
                       'disable_ramdisk': disable_ramdisk,

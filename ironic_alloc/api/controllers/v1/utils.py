@@ -289,6 +289,11 @@ def allow_instance_name():
     return _allowed(versions.MINOR_104_NODE_INSTANCE_NAME)
 
 
+def allow_deploy_abort():
+    """1.110: 'abort' of a node in 'wait call-back' (DEPLOYWAIT)."""
+    return _allowed(versions.MINOR_110_DEPLOYWAIT_ABORT)
+
+
 def allow_service_step():
     """1.87: node.service_step (the 'service' verb is refused)."""
     return _allowed(versions.MINOR_87_SERVICE)

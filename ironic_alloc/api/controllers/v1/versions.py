@@ -1,6 +1,6 @@
 """Microversions of the v1 API: one constant per feature, one log line each.
 
-The numbers are the Bare Metal API's; this service offers 1.1 to 1.109.
+The numbers are the Bare Metal API's; this service offers 1.1 to 1.110.
 Features that drive hardware are accepted at their Ironic version but
 answered with a clear 400 (see v1/unsupported.py); the log says so.
 Gates are read only through the ``allow_*()`` helpers of v1/utils.py.
@@ -135,6 +135,7 @@ v1.107: X-OpenStack-Request-Id on every response (sent here at every
         version)
 v1.108: disable_ramdisk for the 'service' verb (unsupported here)
 v1.109: node.health, reported by the BMC (none here: always null)
+v1.110: 'abort' of a node in 'wait call-back' (DEPLOYWAIT)
 """
 
 BASE_VERSION = 1
@@ -248,10 +249,11 @@ MINOR_106_PORTGROUP_SHARD = 106
 MINOR_107_X_OPENSTACK_REQUEST_ID = 107
 MINOR_108_SERVICE_DISABLE_RAMDISK = 108
 MINOR_109_NODE_HEALTH = 109
+MINOR_110_DEPLOYWAIT_ABORT = 110
 
 # NOTE: when adding a version, update MINOR_MAX_VERSION and the log above.
 MINOR_MIN_VERSION = MINOR_1_INITIAL_VERSION
-MINOR_MAX_VERSION = MINOR_109_NODE_HEALTH
+MINOR_MAX_VERSION = MINOR_110_DEPLOYWAIT_ABORT
 
 MIN_VERSION_STRING = '%d.%d' % (BASE_VERSION, MINOR_MIN_VERSION)
 MAX_VERSION_STRING = '%d.%d' % (BASE_VERSION, MINOR_MAX_VERSION)

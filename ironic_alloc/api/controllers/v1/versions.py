@@ -1,6 +1,6 @@
 """Microversions of the v1 API: one constant per feature, one log line each.
 
-The numbers are the Bare Metal API's; this service offers 1.1 to 1.110.
+The numbers are the Bare Metal API's; this service offers 1.1 to 1.111.
 Features that drive hardware are accepted at their Ironic version but
 answered with a clear 400 (see v1/unsupported.py); the log says so.
 Gates are read only through the ``allow_*()`` helpers of v1/utils.py.
@@ -136,6 +136,9 @@ v1.107: X-OpenStack-Request-Id on every response (sent here at every
 v1.108: disable_ramdisk for the 'service' verb (unsupported here)
 v1.109: node.health, reported by the BMC (none here: always null)
 v1.110: 'abort' of a node in 'wait call-back' (DEPLOYWAIT)
+v1.111: port.available_for_dynamic_portgroup and
+        portgroup.dynamic_portgroup (ports and portgroups are not stored
+        here)
 """
 
 BASE_VERSION = 1
@@ -250,10 +253,11 @@ MINOR_107_X_OPENSTACK_REQUEST_ID = 107
 MINOR_108_SERVICE_DISABLE_RAMDISK = 108
 MINOR_109_NODE_HEALTH = 109
 MINOR_110_DEPLOYWAIT_ABORT = 110
+MINOR_111_DYNAMIC_PORTGROUP = 111
 
 # NOTE: when adding a version, update MINOR_MAX_VERSION and the log above.
 MINOR_MIN_VERSION = MINOR_1_INITIAL_VERSION
-MINOR_MAX_VERSION = MINOR_110_DEPLOYWAIT_ABORT
+MINOR_MAX_VERSION = MINOR_111_DYNAMIC_PORTGROUP
 
 MIN_VERSION_STRING = '%d.%d' % (BASE_VERSION, MINOR_MIN_VERSION)
 MAX_VERSION_STRING = '%d.%d' % (BASE_VERSION, MINOR_MAX_VERSION)

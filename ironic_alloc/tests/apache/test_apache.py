@@ -28,7 +28,7 @@ from ironic_alloc.tests.multiprocess import fixtures as mp
 TEST_TIMEOUT = 300
 # The newest Bare Metal API version served: GET / and /v1 advertise it,
 # and the requests of these tests ask for it.
-VERSION = '1.114'
+VERSION = '1.115'
 RESOURCE_CLASS = 'apache-test'
 NODES = 40
 ALLOCATIONS = 50

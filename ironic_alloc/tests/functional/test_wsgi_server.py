@@ -62,7 +62,7 @@ class TestApiServer(base.DbTestCase):
             'X-OpenStack-Ironic-API-Version': 'latest'})
         self.assertEqual(200, resp.status)
         self.assertEqual({'nodes': []}, json.loads(body))
-        self.assertEqual('1.114',
+        self.assertEqual('1.115',
                          resp.getheader('X-OpenStack-Ironic-API-Version'))
 
     def test_error_over_the_socket(self):

@@ -1,6 +1,6 @@
 """Microversions of the v1 API: one constant per feature, one log line each.
 
-The numbers are the Bare Metal API's; this service offers 1.1 to 1.114.
+The numbers are the Bare Metal API's; this service offers 1.1 to 1.115.
 Features that drive hardware are accepted at their Ironic version but
 answered with a clear 400 (see v1/unsupported.py); the log says so.
 Gates are read only through the ``allow_*()`` helpers of v1/utils.py.
@@ -145,6 +145,8 @@ v1.113: the project of a node history event (node history unsupported
         here)
 v1.114: vendor, model and serial_number of firmware components (firmware
         unsupported here)
+v1.115: state, target_provision_state and duration_seconds of node
+        history events (node history unsupported here)
 """
 
 BASE_VERSION = 1
@@ -263,10 +265,11 @@ MINOR_111_DYNAMIC_PORTGROUP = 111
 MINOR_112_RUNBOOK_TRAITS = 112
 MINOR_113_NODE_HISTORY_PROJECT = 113
 MINOR_114_FIRMWARE_IDENTITY = 114
+MINOR_115_NODE_HISTORY_FIELDS = 115
 
 # NOTE: when adding a version, update MINOR_MAX_VERSION and the log above.
 MINOR_MIN_VERSION = MINOR_1_INITIAL_VERSION
-MINOR_MAX_VERSION = MINOR_114_FIRMWARE_IDENTITY
+MINOR_MAX_VERSION = MINOR_115_NODE_HISTORY_FIELDS
 
 MIN_VERSION_STRING = '%d.%d' % (BASE_VERSION, MINOR_MIN_VERSION)
 MAX_VERSION_STRING = '%d.%d' % (BASE_VERSION, MINOR_MAX_VERSION)

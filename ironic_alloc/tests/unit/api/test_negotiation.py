@@ -55,7 +55,7 @@ class TestNegotiate(base.TestCase):
             exception.NotAcceptable, negotiation.negotiate,
             {'X-OpenStack-Ironic-API-Version': '1.999'})
         self.assertEqual(406, exc.code)
-        self.assertIn('[1.1, 1.114]', str(exc))
+        self.assertIn('[1.1, 1.115]', str(exc))
 
     def test_too_old(self):
         self.assertRaises(exception.NotAcceptable, negotiation.negotiate,
@@ -81,7 +81,7 @@ class TestVersionHeaders(base.TestCase):
         headers = dict(negotiation.version_headers(api_base.Version(1, 9)))
         self.assertEqual({
             'X-OpenStack-Ironic-API-Minimum-Version': '1.1',
-            'X-OpenStack-Ironic-API-Maximum-Version': '1.114',
+            'X-OpenStack-Ironic-API-Maximum-Version': '1.115',
             'X-OpenStack-Ironic-API-Version': '1.9',
             'OpenStack-API-Version': 'baremetal 1.9',
             'Vary': 'X-OpenStack-Ironic-API-Version, OpenStack-API-Version',
@@ -90,7 +90,7 @@ class TestVersionHeaders(base.TestCase):
     def test_without_version(self):
         headers = dict(negotiation.version_headers(None))
         self.assertNotIn('X-OpenStack-Ironic-API-Version', headers)
-        self.assertEqual('1.114',
+        self.assertEqual('1.115',
                          headers['X-OpenStack-Ironic-API-Maximum-Version'])
 
     def test_middleware_replaces_headers_of_the_app(self):

@@ -194,6 +194,25 @@ class PinnedApiTestCase(RollingUpgradeTestCase):
         stored = node_obj.Node.get_by_uuid(self.context, node.uuid)
         self.assertIsNone(stored.parent_node)
 
+    def test_node_1_3_fields_change_refused(self):
+        # Node 1.3 (disable_power_off, instance_name) is unknown to the
+        # conductors of 2026.2 as well.
+        node = utils.make_node(self.context, name='pinned-power')
+        for path, value in (('/disable_power_off', True),
+                            ('/instance_name', 'vm-1')):
+            status, body = self.request(
+                'PATCH', '/v1/nodes/%s' % node.uuid,
+                [{'op': 'replace', 'path': path, 'value': value}],
+                version='1.104')
+            self.assertEqual(409, status, body)
+            self.assertIn('Field(s) %s cannot be changed while '
+                          '[DEFAULT]pin_release_version is 2026.2'
+                          % path[1:], body['error_message'])
+        self.assertEqual([], self.sent)
+        stored = node_obj.Node.get_by_uuid(self.context, node.uuid)
+        self.assertFalse(stored.disable_power_off)
+        self.assertIsNone(stored.instance_name)
+
 
 class UnpinnedApiTestCase(RollingUpgradeTestCase):
 

@@ -681,7 +681,7 @@ class NodesController(rest.RestController):
                       power_state=None, traits=[])
         values.setdefault('conductor_group', '')
         for name in ('maintenance', 'retired', 'protected',
-                     'console_enabled'):
+                     'console_enabled', 'disable_power_off'):
             values[name] = bool(values.get(name))
         new_node = objects.Node(api.request.context, **values)
         with node_states.notifying(new_node, 'create'), \

@@ -273,6 +273,11 @@ def allow_firmware_interface():
     return _allowed(versions.MINOR_86_FIRMWARE_INTERFACE)
 
 
+def allow_service_step():
+    """1.87: node.service_step (the 'service' verb is refused)."""
+    return _allowed(versions.MINOR_87_SERVICE)
+
+
 def allow_literal_json_suffix():
     """1.91: a trailing ``.json`` in a path is part of the name."""
     return _allowed(versions.MINOR_91_DOT_JSON)
@@ -292,11 +297,6 @@ def allow_instance_name():
 def allow_deploy_abort():
     """1.110: 'abort' of a node in 'wait call-back' (DEPLOYWAIT)."""
     return _allowed(versions.MINOR_110_DEPLOYWAIT_ABORT)
-
-
-def allow_service_step():
-    """1.87: node.service_step (the 'service' verb is refused)."""
-    return _allowed(versions.MINOR_87_SERVICE)
 
 
 # Versioned node fields: hidden from responses below their version,

@@ -86,6 +86,10 @@ EXTENSION_VERSIONS = ['ironic-alloc 1.1', 'ironic-alloc latest',
 RESERVATION_EXTENSION_VERSIONS = ['ironic-alloc 1.2', 'ironic-alloc latest',
                                   'baremetal 1.79, ironic-alloc 1.2',
                                   'ironic-alloc 1.1']
+# The same for the operations of extension 1.3 (allocation groups).
+GROUP_EXTENSION_VERSIONS = ['ironic-alloc 1.3', 'ironic-alloc latest',
+                            'baremetal 1.79, ironic-alloc 1.3',
+                            'ironic-alloc 1.2']
 
 # Operations given identifiers of their own dictionary, by parameter.
 OPERATION_DICTIONARIES = {
@@ -112,6 +116,17 @@ for _operation, _bindings in _RESERVATION_DICTIONARIES.items():
     OPERATION_DICTIONARIES[_operation] = dict(
         _bindings, **{'header.OpenStack-API-Version':
                       'reservation_extension_versions'})
+_GROUP_DICTIONARIES = {
+    'createAllocationGroup': {},
+    'listAllocationGroups': {},
+    'getAllocationGroup': {'path.allocation_group_ident': 'groups'},
+    'deleteAllocationGroup': {'path.allocation_group_ident':
+                              'doomed_groups'},
+}
+for _operation, _bindings in _GROUP_DICTIONARIES.items():
+    OPERATION_DICTIONARIES[_operation] = dict(
+        _bindings, **{'header.OpenStack-API-Version':
+                      'group_extension_versions'})
 
 # How often a bound parameter takes a dictionary value rather than a
 # generated one.
@@ -134,6 +149,8 @@ class Seeder:
                    'Content-Type': 'application/json'}
         if path.startswith('/v1/reservations'):
             headers['OpenStack-API-Version'] = RESERVATION_EXTENSION_VERSIONS[0]
+        elif path.startswith('/v1/allocation_groups'):
+            headers['OpenStack-API-Version'] = GROUP_EXTENSION_VERSIONS[0]
         conn = http.client.HTTPConnection(self.host, self.port,
                                           timeout=REQUEST_TIMEOUT)
         try:
@@ -196,6 +213,19 @@ class Seeder:
             raise SeedError('allocation %s: %s' % (name, done))
         return alloc['uuid']
 
+    def group(self, name, resource_class, size):
+        """An active allocation group of ``size`` new members of
+        ``resource_class``; returns its UUID."""
+        doc = self.expect(201, 'POST', '/v1/allocation_groups', {
+            'name': name, 'members': {str(uuid.uuid4()): {
+                'resource_class': resource_class} for _i in range(size)}})
+        done = self._wait('/v1/allocation_groups/%s' % doc['uuid'],
+                          lambda g: g['state'] != 'allocating',
+                          'allocation group %s' % name)
+        if done['state'] != 'active':
+            raise SeedError('allocation group %s: %s' % (name, done))
+        return doc['uuid']
+
     def chassis(self, description):
         """A chassis; returns its UUID."""
         return self.expect(201, 'POST', '/v1/chassis',
@@ -239,6 +269,14 @@ def seed(seeder, conductor_host):
     reservations = [seeder.reservation(n) for n in reserve_nodes[:2]]
     doomed_reservations = [seeder.reservation(n)
                            for n in reserve_nodes[2:5]]
+    # Allocation groups: known ones to show, doomed ones to delete (one
+    # node each).
+    for i in range(5):
+        seeder.node('st-group-node-%d' % i, 'st-group', 'available')
+    groups = [seeder.group('st-group-%d' % i, 'st-group', 1)
+              for i in range(2)]
+    doomed_groups = [seeder.group('st-doomed-group-%d' % i, 'st-group', 1)
+                     for i in range(3)]
     # Chassis: known ones (nodes may be created in them), and empty
     # doomed ones to delete.
     chassis = [seeder.chassis('st-chassis-%d' % i) for i in range(2)]
@@ -265,6 +303,9 @@ def seed(seeder, conductor_host):
         'extension_versions': EXTENSION_VERSIONS,
         'reservation_extension_versions': RESERVATION_EXTENSION_VERSIONS,
         'reservations': reservations,
+        'group_extension_versions': GROUP_EXTENSION_VERSIONS,
+        'groups': groups,
+        'doomed_groups': doomed_groups,
         'doomed_reservations': doomed_reservations,
         'reservable_nodes': reserve_nodes[5:],
         'resource_classes': ['st-silver', 'st-gold'],

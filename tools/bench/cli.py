@@ -9,6 +9,7 @@ import tempfile
 from tools.bench import bulk
 from tools.bench import explain as explain_mod
 from tools.bench import floor as floor_mod
+from tools.bench import groups as groups_mod
 from tools.bench import phases
 from tools.bench import placement as placement_mod
 from tools.bench import report
@@ -128,9 +129,12 @@ def _add_workload_args(parser):
                              '--service-pid with run)')
 
 
-def _add_fleet_service_arguments(parser):
+def _add_fleet_service_arguments(parser, concurrency=True):
     """The options of a command that loads its own fleet into the
-    database of a service it starts, or of one running at --endpoint."""
+    database of a service it starts, or of one running at --endpoint.
+
+    :param concurrency: whether the command has --concurrency.
+    """
     parser.add_argument('--endpoint',
                         help='API root URL of a running ironic_alloc '
                              '(its database is --db-url); default: start '
@@ -144,8 +148,9 @@ def _add_fleet_service_arguments(parser):
     parser.add_argument('--wipe-db', action='store_true',
                         help='confirm that --db-url may be emptied first '
                              '(a standalone service on a server database)')
-    parser.add_argument('--concurrency', type=_positive_int, default=10,
-                        help='client threads (default 10)')
+    if concurrency:
+        parser.add_argument('--concurrency', type=_positive_int, default=10,
+                            help='client threads (default 10)')
     parser.add_argument('--service-option', type=_service_option,
                         action='append', default=[],
                         metavar='SECTION.KEY=VALUE',
@@ -390,6 +395,48 @@ def build_parser():
     reserve.add_argument('--resource-class', default='bench-reserve',
                          help='resource class of the fleet (default '
                               'bench-reserve)')
+    groups = commands.add_parser(
+        'groups', help='allocation groups: one large group, and scarcity',
+        description='Allocation groups (extension %s).  "large": one group '
+                    'of --members members on --large-nodes nodes, POST '
+                    'until a GET shows it active, --repeat times (deleted '
+                    'in between); reports p50/p90/max.  "scarcity": '
+                    '--clients clients released by a barrier each create '
+                    'one group of --group-size members on --scarce-nodes '
+                    'nodes, --rounds times; every round must end with as '
+                    'many groups active as the fleet holds and the others '
+                    'in error, no node held twice, no partial group.  '
+                    'Exit status 1 on any violation.  Starts a standalone '
+                    'ironic-alloc on --db-url unless --endpoint is given.'
+                    % groups_mod.EXTENSION)
+    _add_fleet_service_arguments(groups, concurrency=False)
+    groups.add_argument('--mode', action='append', choices=groups_mod.MODES,
+                        help='mode to run; repeatable (default: both)')
+    groups.add_argument('--large-nodes', type=_positive_int, default=1000,
+                        help='fleet of the large group (default 1000)')
+    groups.add_argument('--members', type=_positive_int, default=50,
+                        help='members of the large group (default 50)')
+    groups.add_argument('--repeat', type=_positive_int, default=10,
+                        help='runs of the large group (default 10)')
+    groups.add_argument('--scarce-nodes', type=_positive_int, default=100,
+                        help='fleet of the scarcity rounds (default 100)')
+    groups.add_argument('--clients', type=_positive_int, default=20,
+                        help='clients of a scarcity round, one group each '
+                             '(default 20)')
+    groups.add_argument('--group-size', type=_positive_int, default=10,
+                        help='members of each scarcity group (default 10)')
+    groups.add_argument('--rounds', type=_positive_int, default=20,
+                        help='scarcity rounds (default 20)')
+    groups.add_argument('--poll-interval', type=_positive_float,
+                        default=0.01,
+                        help='seconds between GETs of a group (default '
+                             '0.01)')
+    groups.add_argument('--timeout', type=_positive_float, default=120.0,
+                        help='seconds after which a group still allocating '
+                             'is a problem (default 120)')
+    groups.add_argument('--resource-class', default='bench-groups',
+                        help='prefix of the resource classes of the two '
+                             'fleets (default bench-groups)')
     return parser
 
 
@@ -447,6 +494,26 @@ def _reservations(args, parser):
     result = _run_on_service(args, _fleet_settings(args), options,
                              reservations_mod.run, 'reservations')
     return _finish(args, result, report.format_reservations(result),
+                   not result['problems'])
+
+
+def _groups(args, parser):
+    _check_fleet_service_arguments(args, parser)
+    options = groups_mod.Options(
+        modes=tuple(args.mode or groups_mod.MODES),
+        large_nodes=args.large_nodes, members=args.members,
+        repeat=args.repeat, scarce_nodes=args.scarce_nodes,
+        clients=args.clients, group_size=args.group_size,
+        rounds=args.rounds, poll_interval=args.poll_interval,
+        timeout=args.timeout, db_url=args.db_url, keep=args.keep)
+    settings = phases.Settings(
+        endpoint=args.endpoint or 'http://127.0.0.1:0',
+        concurrency=args.clients, resource_class=args.resource_class,
+        token=args.token, request_timeout=args.request_timeout,
+        show_progress=args.progress)
+    result = _run_on_service(args, settings, options, groups_mod.run,
+                             'groups')
+    return _finish(args, result, groups_mod.format_groups(result),
                    not result['problems'])
 
 
@@ -623,6 +690,8 @@ def main(argv=None):
             return _solver(args)
         if args.command == 'reservations':
             return _reservations(args, parser)
+        if args.command == 'groups':
+            return _groups(args, parser)
         return _sweep(args, parser)
     except KeyboardInterrupt:
         print('\nAborted.', file=sys.stderr)

@@ -27,7 +27,7 @@ SMALLEST, LARGEST = 3, 6
 # Fewer nodes than members in all: some groups must fail, and the ones
 # arriving last compete for the few nodes left.
 SHORTAGE = 15
-KILLS = 6
+KILLS = 4
 
 
 def group_headers():
@@ -36,59 +36,44 @@ def group_headers():
 
 
 class GroupClients:
-    """Threads POSTing groups of the given sizes, one after the other."""
+    """POSTs groups, a batch at a time, one thread per group."""
 
-    def __init__(self, url, sizes, clients=2, pause=0.3):
+    def __init__(self, url):
         self.url = url
-        self.pending = list(sizes)
-        self.clients = clients
-        self.pause = pause
         self.created = {}
         self.answers = collections.Counter()
         self.samples = {}
         self._lock = threading.Lock()
-        self._threads = []
 
-    def start(self):
-        for index in range(self.clients):
-            thread = threading.Thread(target=self._run, args=(index,),
-                                      daemon=True)
+    def post_batch(self, sizes):
+        threads = [threading.Thread(target=self._post, args=(size,),
+                                    daemon=True) for size in sizes]
+        for thread in threads:
             thread.start()
-            self._threads.append(thread)
-        return self
-
-    def join(self, timeout):
-        deadline = time.monotonic() + timeout
-        for thread in self._threads:
+        deadline = time.monotonic() + mp.REQUEST_TIMEOUT + 5
+        for thread in threads:
             thread.join(max(0.1, deadline - time.monotonic()))
-        return not any(t.is_alive() for t in self._threads)
+        if any(thread.is_alive() for thread in threads):
+            raise AssertionError('group POSTs still blocked')
 
-    def _run(self, index):
-        session = requests.Session()
-        rnd = random.Random('group-client-%d' % index)
-        while True:
-            with self._lock:
-                if not self.pending:
-                    break
-                size = self.pending.pop()
-            members = {uuidutils.generate_uuid(): {
-                'resource_class': mp.RESOURCE_CLASS} for _ in range(size)}
-            try:
-                resp = session.post(self.url + '/v1/allocation_groups',
-                                    json={'members': members},
-                                    headers=group_headers(),
-                                    timeout=mp.REQUEST_TIMEOUT)
-                status = resp.status_code
-            except requests.RequestException as exc:
-                status, resp = type(exc).__name__, None
-            with self._lock:
-                self.answers[status] += 1
-                if status == 201:
-                    self.created[resp.json()['uuid']] = set(members)
-                elif status not in self.samples:
-                    self.samples[status] = resp.text[:300] if resp else ''
-            time.sleep(rnd.uniform(0, 2 * self.pause))
-        session.close()
+    def _post(self, size):
+        members = {uuidutils.generate_uuid(): {
+            'resource_class': mp.RESOURCE_CLASS} for _ in range(size)}
+        try:
+            resp = requests.post(self.url + '/v1/allocation_groups',
+                                 json={'members': members},
+                                 headers=group_headers(),
+                                 timeout=mp.REQUEST_TIMEOUT)
+            status = resp.status_code
+        except requests.RequestException as exc:
+            status, resp = type(exc).__name__, None
+        with self._lock:
+            self.answers[status] += 1
+            if status == 201:
+                self.created[resp.json()['uuid']] = set(members)
+            elif status not in self.samples:
+                self.samples[status] = (resp.text[:300] if resp is not None
+                                        else '')
 
 
 class TestGroupsUnderKills(base.MultiProcessTestCase):
@@ -99,15 +84,16 @@ class TestGroupsUnderKills(base.MultiProcessTestCase):
         nodes = sum(sizes) - SHORTAGE
         url, = self.prepare(nodes=nodes)
         self.killed = ('c1', 'c2')
-        clients = GroupClients(url, sizes).start()
+        clients = GroupClients(url)
         kills = []
-        # NOTE: the kills come at random moments while the groups arrive;
-        # the victim is a conductor owning allocating groups when there is
-        # one, so most kills land in the middle of a group's work.
-        for _ in range(KILLS):
-            time.sleep(rnd.uniform(0.5, 2.0))
+        batch = -(-GROUPS // KILLS)
+        # NOTE: each kill comes at a random moment after a batch of groups
+        # was created, while the conductors work on them; the victim is a
+        # conductor owning allocating groups when there is one.
+        for start in range(0, GROUPS, batch):
+            clients.post_batch(sizes[start:start + batch])
+            time.sleep(rnd.uniform(0, 0.5))
             kills.append(self._kill_owner(rnd))
-        self.assertTrue(clients.join(60), 'group clients still blocked')
         mp.log('%d groups of %d members on %d nodes; answers %s; kills '
                '(conductor, allocating groups it owned): %s',
                GROUPS, sum(sizes), nodes, dict(clients.answers), kills)
@@ -117,7 +103,7 @@ class TestGroupsUnderKills(base.MultiProcessTestCase):
         outcome = self._check_groups(clients.created)
         members = set().union(*clients.created.values())
         counts = mp.check_consistency(self.cluster, url, members, ())
-        mp.log('groups settled %.1fs after the last answer: %s; rows: %s',
+        mp.log('groups settled %.1fs after the last kill: %s; rows: %s',
                waited, dict(outcome), counts)
         # NOTE: the fleet is short of nodes for all of them together.
         self.assertGreater(outcome['error'], 0)
@@ -136,10 +122,19 @@ class TestGroupsUnderKills(base.MultiProcessTestCase):
                 self.cluster.conductor_id(name))
         busy = sorted(n for n, groups in owned.items() if groups)
         victim = rnd.choice(busy or sorted(owned))
+        before = self.cluster.conductor_id(victim)
         self.cluster.conductors[victim].kill()
         mp.log('kill -9 %s owning %d allocating groups', victim,
                len(owned[victim]))
-        self.cluster.start_conductor(victim)
+        # NOTE: the killed run's row still names the host, so the
+        # fixture's wait would return at once: wait for the new run's
+        # registration, so that the next kill never leaves the fleet
+        # without a live conductor (the API would answer 503).
+        self.cluster.start_conductor(victim, wait=False)
+        self.wait_for('%s registered again' % victim,
+                      lambda: self.cluster.conductor_id(victim) != before,
+                      mp.START_TIMEOUT)
+        self.cluster.wait_conductor_alive(victim)
         return victim, len(owned[victim])
 
     def _allocating_groups(self, conductor_id):

@@ -133,6 +133,10 @@ def _plan(spec, rows, criteria, assignment):
                                 'criteria': criteria[uuid]})
         if member.get('pending_name'):
             plan['names'].append((row.id, member['pending_name']))
+    # NOTE: the commit locks the nodes in this order: in ascending node id,
+    # two groups committing at once on shared nodes wait for each other
+    # instead of deadlocking (which PostgreSQL resolves by failing one).
+    plan['new'].sort(key=lambda member: member['node_id'])
     return plan
 
 

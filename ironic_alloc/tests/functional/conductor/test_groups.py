@@ -135,6 +135,28 @@ class TestCommit(test_allocations.AllocationTestCase):
             self.context, id=group.id).state)
         self.assertInvariant()
 
+    def test_nodes_reserved_in_node_id_order(self):
+        # NOTE: the lock order that keeps two groups committing on shared
+        # nodes from deadlocking (PostgreSQL fails one of them).
+        for _ in range(6):
+            utils.make_available_node(self.context)
+        group = make_group(self.context, self.idle, 6)
+        real = dbapi.commit_allocation_group
+        planned = []
+
+        def record(group_id, conductor_id, plan, node_states):
+            planned.append([member['node_id'] for member in plan['new']])
+            return real(group_id, conductor_id, plan, node_states)
+
+        self.useFixture(fixtures.MonkeyPatch(
+            'ironic_alloc.conductor.groups.dbapi.commit_allocation_group',
+            record))
+        held = groups.do_allocate_group(
+            self.context, group.id, self.idle,
+            database_backend.DatabaseBackend())
+        self.assertEqual(6, len(held))
+        self.assertEqual([sorted(held)], planned)
+
 
 class TestBackends(test_allocations.AllocationTestCase):
 

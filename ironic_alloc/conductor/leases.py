@@ -43,9 +43,10 @@ class LeaseExpiry:
         self._backend = backend
 
     def release_expired(self):
-        """Release every hold whose lease ended; returns how many this
+        """Release every hold whose lease ended, the allocation groups
+        whose lease ended as a whole; returns how many holds this
         conductor released."""
-        released = 0
+        released = self._release_expired_groups()
         while True:
             ids = self.dbapi.get_expired_holds(
                 allocations.DEALLOCATION_STATES, EXPIRY_BATCH)
@@ -56,6 +57,40 @@ class LeaseExpiry:
             # the next pass tries again.
             if len(ids) < EXPIRY_BATCH or not done:
                 return released
+
+    def _release_expired_groups(self):
+        """Release the groups whose lease ended, each group and all its
+        members in one transaction (its members never expire alone);
+        returns how many members this conductor released."""
+        released = 0
+        while True:
+            ids = self.dbapi.get_expired_groups(
+                allocations.DEALLOCATION_STATES, EXPIRY_BATCH)
+            done = [group for group in map(self._release_group, ids)
+                    if group is not None]
+            released += sum(len(group.released) for group in done)
+            if len(ids) < EXPIRY_BATCH or not done:
+                return released
+
+    def _release_group(self, group_id):
+        group = self.dbapi.release_expired_group(
+            group_id, allocations.DEALLOCATION_STATES)
+        if group is None:
+            return None
+        LOG.info('Allocation group %(group)s released with its %(count)d '
+                 'members (nodes %(nodes)s): its lease ended at %(end)s '
+                 '(UTC, database clock)',
+                 {'group': group.uuid, 'count': len(group.released),
+                  'nodes': ', '.join(m.node_uuid for m in group.released
+                                     if m.node_uuid) or 'none',
+                  'end': group.expires_at})
+        # NOTE: as after the group's DELETE: what the backend holds
+        # outside the database goes after the rows.
+        for member in group.released:
+            self._backend.release(member.uuid)
+            if member.node_id is not None:
+                self._backend.node_id_changed(member.node_id)
+        return group
 
     def _release(self, hold_id):
         before = _read_for_notification(hold_id)

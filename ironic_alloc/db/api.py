@@ -336,6 +336,8 @@ class Connection(metaclass=abc.ABCMeta):
         """Ids of at most ``limit`` holds (allocations and reservations)
         whose lease ended by the database clock and that
         release_expired_hold() may release now, the oldest lease first.
+        Members of allocation groups are never among them: they expire
+        with their group (get_expired_groups()).
 
         :param node_states: provision states in which DELETE frees a
             node (a node in maintenance is freed in any state).
@@ -355,10 +357,42 @@ class Connection(metaclass=abc.ABCMeta):
         """
 
     @abc.abstractmethod
+    def get_expired_groups(self, node_states, limit):
+        """Ids of at most ``limit`` allocation groups whose lease ended
+        by the database clock and whose members' nodes may all be freed
+        now (not locked by a conductor, in ``node_states`` or in
+        maintenance), the oldest lease first.
+        """
+
+    @abc.abstractmethod
+    def release_expired_group(self, group_id, node_states):
+        """Delete a group whose lease ended with every member, freeing
+        their nodes, in one transaction (as destroy_allocation_group()
+        does); only while its lease has still passed by the database
+        clock and every member's node may be freed (see
+        get_expired_groups()), else nothing changes.
+
+        :returns: the released group (id, uuid, expires_at, released: the
+            members as (uuid, node_id, node_uuid)), or None when this call
+            released nothing (another conductor did, the lease was renewed
+            or cleared, a node is busy).
+        """
+
+    @abc.abstractmethod
+    def update_allocation_group_lease(self, group_id, expires_at):
+        """Set the lease end of a group and of all its members (None: no
+        lease), in one transaction.
+
+        :returns: the group's row.
+        :raises: AllocationGroupNotFound.
+        """
+
+    @abc.abstractmethod
     def begin_deploy(self, node_id, host, values, check):
         """Start a deploy: write ``values`` to the node locked by
         ``host`` and clear the lease of the node's hold, in one
-        transaction.
+        transaction; when the hold is a member of an allocation group,
+        the lease of the whole group (the group and all its members).
 
         :param check: ``check(node, hold)``, called inside the
             transaction with the locked node row (uuid, allocation_id,

@@ -70,6 +70,15 @@ class AllocationGroup(base.IronicAllocObject):
             self.obj_get_changes(), members, released_ids, limits=limits)
         self._from_db_object(context or self._context, self, row)
 
+    def set_lease(self, expires_at):
+        """Set the lease end of the group and of all its members (None:
+        no lease) in one transaction.
+
+        :raises: AllocationGroupNotFound.
+        """
+        row = self.dbapi.update_allocation_group_lease(self.id, expires_at)
+        self._from_db_object(self._context, self, row)
+
     def destroy(self, node_states=None):
         """Delete every member, freeing its node, and the group, in one
         transaction.

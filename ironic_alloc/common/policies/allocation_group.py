@@ -40,6 +40,11 @@ rules = [
           'Create an allocation group. Each member is also checked by the '
           'rules of the allocation it creates or ends.',
           [('POST', '/allocation_groups')]),
+    _rule('baremetal:allocation_group:update',
+          'rule:system_member or rule:allocation_owner_member',
+          'Change the lease of an allocation group (and so of every '
+          'member).',
+          [('PATCH', GROUP)]),
     _rule('baremetal:allocation_group:delete',
           'rule:system_member or rule:allocation_owner_member',
           'Delete an allocation group, releasing every member.',

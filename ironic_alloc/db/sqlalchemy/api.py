@@ -141,6 +141,8 @@ _EXPIRED_HOLDS = sa.select(stmts.ALLOCATIONS.c.id).select_from(
         stmts.NODES, stmts.NODES.c.id == stmts.ALLOCATIONS.c.node_id),
 ).where(
     stmts.ALLOCATIONS.c.expires_at < utc_now(),
+    # NOTE: a group's members expire with their group, never alone.
+    stmts.ALLOCATIONS.c.group_id.is_(None),
     sa.or_(stmts.NODES.c.id.is_(None), sa.and_(
         stmts.NODE_UNLOCKED,
         sa.or_(stmts.NODES.c.maintenance == sa.true(),
@@ -154,7 +156,33 @@ _EXPIRED_HOLDS = sa.select(stmts.ALLOCATIONS.c.id).select_from(
 # renewed or cleared meanwhile (a deploy) keeps it.
 _DELETE_EXPIRED_HOLD = stmts.ALLOCATIONS.delete().where(
     stmts.ALLOCATIONS.c.id == sa.bindparam('id'),
+    stmts.ALLOCATIONS.c.group_id.is_(None),
     stmts.ALLOCATIONS.c.expires_at < utc_now())
+
+# A member of group "groups.id" whose node the expiry may not free now:
+# locked by a conductor, or in a provision state out of "node_states"
+# and not in maintenance (the rule of single holds, for every member).
+_GROUP_MEMBER_BUSY = sa.exists().where(
+    stmts.ALLOCATIONS.c.group_id == stmts.GROUPS.c.id,
+    stmts.NODES.c.id == stmts.ALLOCATIONS.c.node_id,
+    sa.or_(~stmts.NODE_UNLOCKED, sa.and_(
+        stmts.NODES.c.maintenance == sa.false(),
+        stmts.NODES.c.provision_state.notin_(
+            sa.bindparam('node_states', expanding=True)))))
+
+# The groups whose lease ended and whose members' nodes may all be freed
+# now, the oldest lease first.
+_EXPIRED_GROUPS = sa.select(stmts.GROUPS.c.id).where(
+    stmts.GROUPS.c.expires_at < utc_now(), ~_GROUP_MEMBER_BUSY,
+).order_by(stmts.GROUPS.c.expires_at, stmts.GROUPS.c.id).limit(
+    sa.bindparam('limit'))
+
+# The group whose lease ended, locked first (the lock order of the
+# group's DELETE and of a member's deploy): of several conductors one
+# finds it, the others wait and then find nothing.
+_EXPIRED_GROUP_FOR_DELETE = sa.select(stmts.GROUPS).where(
+    stmts.GROUPS.c.id == sa.bindparam('id'),
+    stmts.GROUPS.c.expires_at < utc_now()).with_for_update()
 
 
 @event.listens_for(sa.engine.Engine, 'connect')
@@ -995,6 +1023,71 @@ class Connection(api.Connection):
             node_id=hold.node_id, expires_at=hold.expires_at,
             node_uuid=node.uuid if node is not None else None)
 
+    def get_expired_groups(self, node_states, limit):
+        with _connection_for_read() as conn:
+            return list(conn.execute(_EXPIRED_GROUPS, {
+                'node_states': sorted(node_states),
+                'limit': limit}).scalars())
+
+    def release_expired_group(self, group_id, node_states):
+        try:
+            return self._release_expired_group(group_id, node_states)
+        except _GroupBusy:
+            return None
+
+    @retry_on_conflict
+    def _release_expired_group(self, group_id, node_states):
+        with _connection_for_write() as conn:
+            group = conn.execute(_EXPIRED_GROUP_FOR_DELETE,
+                                 {'id': group_id}).first()
+            if group is None:
+                return None
+            member_ids = conn.execute(
+                sa.select(stmts.ALLOCATIONS.c.id).where(
+                    stmts.ALLOCATIONS.c.group_id == group_id).order_by(
+                        stmts.ALLOCATIONS.c.id)).scalars().all()
+            released = []
+            for member_id in member_ids:
+                hold = conn.execute(stmts.ALLOCATION_FOR_DELETE,
+                                    {'id': member_id}).first()
+                node = None
+                if hold.node_id is not None:
+                    node = conn.execute(stmts.NODE_FOR_DEALLOCATION,
+                                        {'id': hold.node_id}).first()
+                if node is not None and node.reservation is not None:
+                    # NOTE: raised to roll back the members deleted so
+                    # far: the group goes as a whole or stays.
+                    raise _GroupBusy()
+                try:
+                    _delete_hold(conn, hold, node_states)
+                except exception.InvalidState:
+                    raise _GroupBusy() from None
+                released.append(types.SimpleNamespace(
+                    uuid=hold.uuid, node_id=hold.node_id,
+                    node_uuid=node.uuid if node is not None else None))
+            conn.execute(stmts.GROUPS.delete().where(
+                stmts.GROUPS.c.id == group_id))
+        return types.SimpleNamespace(id=group.id, uuid=group.uuid,
+                                     expires_at=group.expires_at,
+                                     released=released)
+
+    @retry_on_conflict
+    def update_allocation_group_lease(self, group_id, expires_at):
+        if expires_at is not None:
+            expires_at = _naive_lease_end(
+                {'expires_at': lease_time.whole_second(expires_at)}
+            )['expires_at']
+        with _connection_for_write() as conn:
+            if conn.execute(stmts.GROUPS.update().where(
+                    stmts.GROUPS.c.id == group_id).values(
+                        expires_at=expires_at)).rowcount != 1:
+                raise exception.AllocationGroupNotFound(group=group_id)
+            conn.execute(stmts.ALLOCATIONS.update().where(
+                stmts.ALLOCATIONS.c.group_id == group_id).values(
+                    expires_at=expires_at))
+            return conn.execute(stmts.GROUP_BY['id'],
+                                {'value': group_id}).first()
+
     @retry_on_conflict
     def begin_deploy(self, node_id, host, values, check):
         values = dict(values, provision_updated_at=datetime.datetime.now(
@@ -1003,7 +1096,16 @@ class Connection(api.Connection):
             hold = None
             hold_id = conn.execute(stmts.NODE_HOLD,
                                    {'node_id': node_id}).scalar()
+            leased_group = None
             if hold_id is not None:
+                group_id = conn.execute(stmts.GROUP_OF_ALLOCATION,
+                                        {'id': hold_id}).scalar()
+                if group_id is not None:
+                    # NOTE: the group before its member: the lock order
+                    # of the group's DELETE and expiry.
+                    leased_group = conn.execute(
+                        stmts.GROUP_BY['id'].with_for_update(),
+                        {'value': group_id}).first()
                 hold = conn.execute(stmts.ALLOCATION_FOR_DELETE,
                                     {'id': hold_id}).first()
             node = conn.execute(stmts.NODE_FOR_DEPLOY,
@@ -1020,7 +1122,18 @@ class Connection(api.Connection):
                     node=node.uuid, reason='its allocation or reservation '
                     'changed')
             check(node, hold)
-            if hold is not None and hold.expires_at is not None:
+            if leased_group is not None and (
+                    leased_group.expires_at is not None):
+                # NOTE: a lease never pulls a node from a deployment, and
+                # a group's members keep one lease: the whole group's
+                # ends here.
+                conn.execute(stmts.GROUPS.update().where(
+                    stmts.GROUPS.c.id == leased_group.id).values(
+                        expires_at=None))
+                conn.execute(stmts.ALLOCATIONS.update().where(
+                    stmts.ALLOCATIONS.c.group_id == leased_group.id).values(
+                        expires_at=None))
+            elif hold is not None and hold.expires_at is not None:
                 conn.execute(stmts.SET_HOLD_EXPIRY,
                              {'hold_id': hold.id, 'lease_end': None})
             conn.execute(stmts.NODES.update().where(
@@ -1219,8 +1332,11 @@ class Connection(api.Connection):
                     uuid=values['uuid'])
             group_id = result.inserted_primary_key[0]
             for member in members:
-                self._insert_allocation(conn, dict(member,
-                                                   group_id=group_id))
+                # NOTE: the members follow the group's lease, written in
+                # the same transaction.
+                self._insert_allocation(conn, dict(
+                    member, group_id=group_id,
+                    expires_at=values.get('expires_at')))
             return conn.execute(stmts.GROUP_BY['id'],
                                 {'value': group_id}).first()
 
@@ -1894,6 +2010,11 @@ def _hand_over(conn, member, conductor_id):
         raise exception.AllocationGroupCommitFailed(
             member=member['uuid'], reason='the allocation is no longer '
                                           'allocating for this conductor.')
+
+
+class _GroupBusy(Exception):
+    """A member's node cannot be freed now: the transaction releasing
+    its group rolls back."""
 
 
 def _naive_lease_end(values):

@@ -692,6 +692,10 @@ GROUP_STATE_OF_ALLOCATION = sa.select(GROUPS.c.uuid, GROUPS.c.state).where(
     GROUPS.c.id == ALLOCATIONS.c.group_id,
     ALLOCATIONS.c.id == _bind('id', ALLOCATIONS.c.id))
 
+# The group id of allocation "id" (None: no group), read without a lock.
+GROUP_OF_ALLOCATION = sa.select(ALLOCATIONS.c.group_id).where(
+    ALLOCATIONS.c.id == _bind('id', ALLOCATIONS.c.id))
+
 # The commit's first write: the group becomes active only while it is
 # still allocating and owned by "conductor_id".
 ACTIVATE_GROUP = GROUPS.update().where(

@@ -8,6 +8,7 @@ an allocating group, and races of groups and single allocations on scarce
 nodes (no node held twice, every group all or nothing).
 """
 
+import datetime
 import http.client
 import json
 import threading
@@ -17,6 +18,7 @@ from oslo_utils import uuidutils
 import sqlalchemy as sa
 
 from ironic_alloc.common import states
+from ironic_alloc.conf import CONF
 from ironic_alloc.db import api as db_api
 from ironic_alloc.db.sqlalchemy import api as sqla_api
 from ironic_alloc.db.sqlalchemy import models
@@ -27,8 +29,8 @@ from ironic_alloc.tests.functional import test_api_matching
 
 EXTENSION = 'ironic-alloc 1.3'
 GROUP_FIELDS = {'uuid', 'name', 'state', 'owner', 'last_error',
-                'explanation', 'members', 'created_at', 'updated_at',
-                'links'}
+                'explanation', 'members', 'expires_at', 'created_at',
+                'updated_at', 'links'}
 
 dbapi = db_api.get_instance()
 
@@ -337,6 +339,159 @@ class TestGroupsOverHTTP(_GroupTestCase):
         self.assertIn('ironic-alloc 1.3', self.error(status, doc))
 
 
+class TestGroupLeases(_GroupTestCase):
+    """A group's lease is its members': set at creation and by PATCH of
+    the group, released as a whole, cleared by a member's deploy."""
+
+    def member_leases(self, group):
+        return {dbapi.get_allocation_by_uuid(m['uuid']).expires_at
+                for m in group['members']}
+
+    def group_row(self, group):
+        return dbapi.get_allocation_group(uuid=group['uuid'])
+
+    def test_expires_as_a_whole(self):
+        CONF.set_override('expiry_interval', 1, group='reservation')
+        self.addCleanup(CONF.clear_override, 'expiry_interval',
+                        group='reservation')
+        for _ in range(3):
+            utils.make_available_node(self.context)
+        group = self.created({_uuid(): {'resource_class': 'gold'}
+                              for _ in range(2)}, name='leased', ttl=2)
+        self.assertEqual('active', group['state'], group)
+        self.assertIsNotNone(group['expires_at'])
+        self.assertEqual({self.group_row(group).expires_at},
+                         self.member_leases(group))
+        # A member's lease is the group's: neither set nor removed alone.
+        for op in ({'op': 'add', 'path': '/ttl', 'value': 60},
+                   {'op': 'remove', 'path': '/expires_at'}):
+            status, doc = self.call('PATCH', '/v1/allocations/%s'
+                                    % group['members'][0]['uuid'], [op])
+            self.assertEqual(400, status, doc)
+            self.assertIn('lease of its own', self.error(status, doc))
+        deadline = time.monotonic() + 30
+        while self.call('GET', '/v1/allocation_groups/leased')[0] != 404:
+            # Never a member without the other: all or none.
+            self.assertIn(self.rows(), [(2, 1, 2), (0, 0, 0)])
+            self.assertLess(time.monotonic(), deadline)
+            time.sleep(0.1)
+        self.assertEqual((0, 0, 0), self.rows())
+        status, page = self.call('GET', '/v1/nodes?fields=allocation_uuid',
+                                 extension=None)
+        self.assertEqual({None}, {n['allocation_uuid']
+                                  for n in page['nodes']})
+
+    def test_members_never_expire_alone(self):
+        for _ in range(2):
+            utils.make_available_node(self.context)
+        group = self.created({_uuid(): {'resource_class': 'gold'}
+                              for _ in range(2)}, ttl=600)
+        row = self.group_row(group)
+        member = dbapi.get_allocation_by_uuid(group['members'][0]['uuid'])
+        node = dbapi.get_node_by_id(member.node_id)
+        past = dbapi.get_database_time() - datetime.timedelta(seconds=5)
+        # A member whose own row says its lease ended stays.
+        dbapi.update_allocation(member.id, {'expires_at': past})
+        node_states = states.UPDATE_ALLOWED_STATES
+        self.assertNotIn(member.id, dbapi.get_expired_holds(node_states,
+                                                            100))
+        self.assertIsNone(dbapi.release_expired_hold(member.id,
+                                                     node_states))
+        self.assertEqual((2, 1, 2), self.rows())
+        # The group's ended lease with a node locked by a conductor: the
+        # group stays whole.
+        with sqla_api.get_engine().begin() as conn:
+            conn.execute(models.AllocationGroup.__table__.update().values(
+                expires_at=past))
+        dbapi.reserve_node('busy-conductor', node.id)
+        self.assertEqual([], dbapi.get_expired_groups(node_states, 100))
+        self.assertIsNone(dbapi.release_expired_group(row.id, node_states))
+        self.assertEqual((2, 1, 2), self.rows())
+        dbapi.release_node('busy-conductor', node.id)
+        self.assertEqual([row.id], dbapi.get_expired_groups(node_states,
+                                                            100))
+        # Several conductors: one releases it, the others nothing.
+        released = dbapi.release_expired_group(row.id, node_states)
+        self.assertEqual(sorted(m['uuid'] for m in group['members']),
+                         sorted(m.uuid for m in released.released))
+        self.assertIsNone(dbapi.release_expired_group(row.id, node_states))
+        self.assertEqual((0, 0, 0), self.rows())
+
+    def test_deploy_clears_the_group_lease(self):
+        for _ in range(2):
+            utils.make_available_node(self.context)
+        group = self.created({_uuid(): {'resource_class': 'gold'}
+                              for _ in range(2)}, ttl=600)
+        node = group['members'][0]['node_uuid']
+        status, doc = self.call('PUT', '/v1/nodes/%s/states/provision'
+                                % node, {'target': 'active'},
+                                extension=None)
+        self.assertEqual(202, status, doc)
+        deadline = time.monotonic() + 30
+        while True:
+            status, shown = self.call('GET', '/v1/nodes/%s' % node,
+                                      extension=None)
+            if shown['provision_state'] == states.ACTIVE:
+                break
+            self.assertLess(time.monotonic(), deadline, shown)
+            time.sleep(0.05)
+        status, shown = self.call('GET', '/v1/allocation_groups/%s'
+                                  % group['uuid'])
+        self.assertIsNone(shown['expires_at'])
+        self.assertEqual({None}, self.member_leases(group))
+        # A deployed member's group takes no new lease.
+        status, doc = self.call('PATCH', '/v1/allocation_groups/%s'
+                                % group['uuid'], [
+                                    {'op': 'add', 'path': '/ttl',
+                                     'value': 60}])
+        self.assertEqual(409, status, doc)
+        self.assertIn('provision state "active"', self.error(status, doc))
+
+    def test_patch_of_the_lease(self):
+        utils.make_available_node(self.context)
+        group = self.created({_uuid(): {'resource_class': 'gold'}},
+                             name='p1')
+        self.assertIsNone(group['expires_at'])
+        url = '/v1/allocation_groups/p1'
+        status, doc = self.call('PATCH', url, [
+            {'op': 'add', 'path': '/ttl', 'value': 120}])
+        self.assertEqual(200, status, doc)
+        self.assertIsNotNone(doc['expires_at'])
+        self.assertEqual({self.group_row(group).expires_at},
+                         self.member_leases(group))
+        end = '2999-01-01T00:00:00'
+        for ops, message in (
+                ([{'op': 'replace', 'path': '/name', 'value': 'x'}],
+                 'only /expires_at, /ttl may be changed'),
+                ([{'op': 'remove', 'path': '/ttl'}], 'write-only'),
+                ([{'op': 'copy', 'path': '/ttl', 'from': '/x'}],
+                 'replaced or removed'),
+                ([{'op': 'replace', 'path': '/ttl'}], 'value is required'),
+                ([{'op': 'replace', 'path': '/ttl', 'value': 0}],
+                 'Invalid ttl'),
+                ([{'op': 'replace', 'path': '/expires_at', 'value': end}],
+                 'max_ttl'),
+                ([], 'non-empty list'),
+                ({'op': 'remove'}, 'non-empty list'),
+                (['x'], 'an object')):
+            status, doc = self.call('PATCH', url, ops)
+            self.assertEqual(400, status, (ops, doc))
+            self.assertIn(message, self.error(status, doc))
+        status, doc = self.call('PATCH', url, [
+            {'op': 'remove', 'path': '/expires_at'}])
+        self.assertEqual(200, status, doc)
+        self.assertIsNone(doc['expires_at'])
+        self.assertEqual({None}, self.member_leases(group))
+        status, doc = self.call('POST', '/v1/allocation_groups', {
+            'members': {_uuid(): {'resource_class': 'gold'}},
+            'ttl': 1, 'expires_at': end})
+        self.assertEqual(400, status, doc)
+        self.assertIn('not both', self.error(status, doc))
+        self.assertEqual(404, self.call('PATCH', '/v1/allocation_groups/'
+                                        'nope', [{'op': 'remove',
+                                                  'path': '/expires_at'}])[0])
+
+
 class TestBadInput(_GroupTestCase):
 
     def setUp(self):
@@ -372,7 +527,9 @@ class TestBadInput(_GroupTestCase):
         self.assertRefused({'members': {new: {'resource_class': 'gold'}},
                             'color': 'red'}, 'color')
         self.assertRefused({'members': {new: {'resource_class': 'gold'}},
-                            'ttl': 60}, 'lease')
+                            'ttl': 0}, 'Invalid ttl')
+        self.assertRefused({'members': {new: {'resource_class': 'gold'}},
+                            'expires_at': 'soon'}, 'Invalid expires_at')
         self.assertRefused({'members': {'nope': {}}}, 'nope')
         self.assertRefused({'members': {new: 'x'}}, new)
         self.assertRefused({'members': {new: {}}}, new, 'release')

@@ -378,6 +378,8 @@ MATRIX = [
      {'members': {'{instance}': {'handover_from': '{alloc}',
                                  'node': '{alloc_node}'}}},
      '201 201 403  400 400 403  201 201 403  400 400 403'),
+    ('group_lease', 'PATCH', G, _patch('/ttl', 60),
+     '200 200 403  404 404 404  200 200 403  404 404 404'),
     ('group_delete', 'DELETE', G, None,
      '204 204 403  404 404 404  204 204 403  404 404 404'),
     # Chassis are system resources, as in Ironic; the nodes of a chassis

@@ -580,12 +580,13 @@ def _patched_values(rpc_allocation, patch):
     values = {k: patched.get(k) for k in PATCHABLE}
     utils.check_stored_sizes(values)
     if lease_changed:
-        if lease_end is not None and rpc_allocation.group_id is not None:
-            # NOTE: the expiry of a lease releases its hold alone; a
-            # group's members are released together or not at all.
+        if rpc_allocation.group_id is not None:
+            # NOTE: a group's members follow the group's lease and are
+            # released together or not at all.
             raise exception.Invalid(
                 'Allocation %s was made in an allocation group: it cannot '
-                'have a lease of its own.' % rpc_allocation.uuid)
+                'have a lease of its own (PATCH the group\'s /expires_at or '
+                '/ttl).' % rpc_allocation.uuid)
         if lease_end is not None:
             _check_lease_allowed(rpc_allocation)
         values['expires_at'] = lease_end

@@ -45,7 +45,10 @@ RESOURCE = 'allocation_groups'
 
 # The fields of a group on the wire, in their order.
 FIELDS = ('uuid', 'name', 'state', 'owner', 'last_error', 'explanation',
-          'members', 'created_at', 'updated_at', 'links')
+          'members', 'expires_at', 'created_at', 'updated_at', 'links')
+
+# What a PATCH may change: the group's lease, which is its members'.
+LEASE_PATHS = ('/expires_at', '/ttl')
 
 # What a POST body may hold.
 CREATE_FIELDS = frozenset(['name', 'members', 'ttl', 'expires_at'])
@@ -79,6 +82,7 @@ def convert(group, members, fields=None):
         'uuid': group.uuid, 'name': group.name, 'state': group.state,
         'owner': group.owner, 'last_error': group.last_error,
         'explanation': group.explanation or None, 'members': shown,
+        'expires_at': leases.shown(group.expires_at),
         'created_at': leases.shown(group.created_at),
         'updated_at': leases.shown(group.updated_at),
         'links': [{'href': lk.href, 'rel': lk.rel} for lk in
@@ -311,6 +315,74 @@ def _check_names(rows, ended, spec):
             spec[values['uuid']]['pending_name'] = name
 
 
+def _lease_of_patch(patch):
+    """The lease operations of a group PATCH applied in order (the
+    rules of an allocation's lease).
+
+    :returns: (whether the lease changes, its new end or None for none).
+    :raises: Invalid (400).
+    """
+    if not isinstance(patch, list) or not patch:
+        raise exception.Invalid('A JSON patch (a non-empty list of '
+                                'operations) is required.')
+    changed, end = False, None
+    for op in patch:
+        if not isinstance(op, dict) or not isinstance(op.get('path'), str):
+            raise exception.Invalid('A JSON patch operation is an object '
+                                    'with "op" and "path".')
+        if op['path'] not in LEASE_PATHS:
+            raise exception.Invalid(
+                'Cannot update %s: only %s may be changed on an allocation '
+                'group.' % (utils.quoted(op['path']),
+                            ', '.join(LEASE_PATHS)))
+        if op.get('op') not in ('add', 'replace', 'remove'):
+            raise exception.Invalid(
+                'Cannot %s %s: the lease is replaced or removed.'
+                % (utils.quoted(op.get('op')), op['path']))
+        if op['op'] == 'remove':
+            if op['path'] == '/ttl':
+                raise exception.Invalid(
+                    'Cannot remove /ttl: it is write-only; remove '
+                    '/expires_at to end the lease\'s expiry.')
+            changed, end = True, None
+            continue
+        if op.get('value') is None:
+            raise exception.Invalid(
+                'A value is required to %s %s (remove /expires_at for no '
+                'expiry).' % (op['op'], op['path']))
+        if op['path'] == '/ttl':
+            end = leases.lease_end(ttl=op['value'])
+        else:
+            end = leases.lease_end(expires_at=op['value'])
+        changed = True
+    return changed, end
+
+
+def _check_lease_allowed(spec, members=()):
+    """A lease ends only for a group whose DELETE would free every
+    node: a deployed node's hold has none, in a group too (its expiry
+    could never release the group).
+
+    :param spec: the group's spec (hand-over members name their node).
+    :param members: [(Allocation, node UUID)] of the group's rows.
+    :raises: Conflict (409).
+    """
+    context = api.request.context
+    node_ids = {member['node_id'] for member in spec.values()
+                if member.get('node_id') is not None}
+    node_ids.update(allocation.node_id for allocation, _node in members
+                    if allocation.node_id is not None)
+    for node_id in sorted(node_ids):
+        node = objects.Node.get_by_id(context, node_id)
+        if not node.maintenance and (
+                node.provision_state not in states.UPDATE_ALLOWED_STATES):
+            raise exception.Conflict(
+                'Cannot set a lease on this allocation group: node %s is '
+                'in provision state "%s", and the hold of a deployed node '
+                'has no lease (it ends at tear-down).'
+                % (node.uuid, node.provision_state))
+
+
 class AllocationGroupsController(rest.RestController):
     """REST controller for /v1/allocation_groups."""
 
@@ -367,12 +439,6 @@ class AllocationGroupsController(rest.RestController):
         if unknown:
             raise exception.Invalid('Unknown field(s) of an allocation '
                                     'group: %s.' % ', '.join(unknown))
-        if body.get('ttl') is not None or body.get('expires_at') is not None:
-            # NOTE: the expiry of leases releases holds one by one; a
-            # group must be released as a whole.
-            raise exception.Invalid('Allocation groups have no lease in '
-                                    'this release: ttl and expires_at cannot '
-                                    'be used.')
         name = body.get('name')
         if name is not None:
             if not isinstance(name, str) or not utils.is_valid_logical_name(
@@ -380,7 +446,13 @@ class AllocationGroupsController(rest.RestController):
                 raise exception.Invalid('Invalid allocation group name %s.'
                                         % utils.quoted(name))
         _check_not_pinned()
+        lease_end = None
+        if body.get('ttl') is not None or body.get('expires_at') is not None:
+            lease_end = leases.lease_end(body.get('ttl'),
+                                         body.get('expires_at'))
         rows, ended, spec = _members(body.get('members'))
+        if lease_end is not None:
+            _check_lease_allowed(spec)
         if any(member['kind'] == states.MEMBER_NEW
                for member in spec.values()):
             # NOTE: a hand-over creates its allocation too, but only
@@ -399,7 +471,7 @@ class AllocationGroupsController(rest.RestController):
         group = objects.AllocationGroup(
             context, uuid=uuidutils.generate_uuid(), name=name, owner=owner,
             state=states.GROUP_ALLOCATING, conductor_affinity=conductor.id,
-            spec=spec)
+            spec=spec, expires_at=lease_end)
         group.create(rows, ended, limits=hold_limits)
         LOG.info('Allocation group %(group)s created for conductor '
                  '%(host)s: %(count)d members',
@@ -408,6 +480,27 @@ class AllocationGroupsController(rest.RestController):
         utils.set_location(RESOURCE, group.uuid)
         api.request.rpcapi.create_allocation_group(context, group.id,
                                                    conductor.hostname)
+        return convert(group, group.members())
+
+    @expose.expose(types.jsontype, str, body=types.jsontype)
+    def patch(self, group_ident, patch=None):
+        """Change the lease of a group and of all its members, in one
+        transaction (only /expires_at and /ttl)."""
+        group = get_group(group_ident, 'baremetal:allocation_group:update')
+        changed, end = _lease_of_patch(patch)
+        if not changed:
+            raise exception.Invalid('A JSON patch of /expires_at or /ttl '
+                                    'is required.')
+        members = group.members()
+        if end is not None:
+            _check_lease_allowed(group.spec or {}, members)
+        try:
+            group.set_lease(end)
+        except exception.AllocationGroupNotFound:
+            raise exception.AllocationGroupNotFound(
+                group=group_ident) from None
+        LOG.info('Lease of allocation group %(group)s set to %(end)s',
+                 {'group': group.uuid, 'end': end or 'none'})
         return convert(group, group.members())
 
     @expose.expose(None, str, status_code=204)

@@ -59,21 +59,43 @@ def _purge():
                 older_than, limit, after),
             batch_size, 'error allocation %(name)s (updated %(at)s)',
             'uuid', 'updated_at')
+        groups, members = _print_groups(dbapi, older_than, batch_size)
         conductors = _print_all(
             lambda limit, after: dbapi.get_purgeable_conductors(
                 older_than, alive_timeout, limit, after),
             batch_size, 'conductor %(name)s (last heartbeat %(at)s)',
             'hostname', 'heartbeat_at')
-        print('Dry run: %d error allocations and %d conductors older than '
+        print('Dry run: %d error allocations, %d error allocation groups '
+              '(with %d member allocations) and %d conductors older than '
               '%d days would be purged; nothing was deleted.'
-              % (allocations, conductors, days))
+              % (allocations, groups, members, conductors, days))
         return 0
     allocations = dbapi.purge_error_allocations(older_than, batch_size)
+    groups, members = dbapi.purge_error_groups(older_than, batch_size)
     conductors = dbapi.purge_conductors(older_than, alive_timeout,
                                         batch_size)
-    print('Purged %d error allocations and %d conductors older than %d '
-          'days.' % (allocations, conductors, days))
+    print('Purged %d error allocations, %d error allocation groups (with '
+          '%d member allocations) and %d conductors older than %d days.'
+          % (allocations, groups, members, conductors, days))
     return 0
+
+
+def _print_groups(dbapi, older_than, batch_size):
+    """Print the error groups a purge would delete, page by page;
+    returns (how many groups, how many member allocations)."""
+    groups = members = after = 0
+    while True:
+        rows = dbapi.get_purgeable_error_groups(older_than, batch_size,
+                                                after)
+        for row in rows:
+            print('Would purge error allocation group %s (updated %s) and '
+                  'its %d member allocations'
+                  % (row.uuid, row.updated_at, row.members))
+            members += row.members
+        groups += len(rows)
+        if len(rows) < batch_size:
+            return groups, members
+        after = rows[-1].id
 
 
 def _print_all(list_page, batch_size, line, name, at):
@@ -107,13 +129,15 @@ def _add_parsers(subparsers):
                       'read.')
     parser.set_defaults(func=_check)
     parser = subparsers.add_parser(
-        'purge', help='Delete allocations in state error and rows of '
-                      'offline conductors older than --older-than days, '
-                      'in batches.')
+        'purge', help='Delete allocations and allocation groups (with '
+                      'their members) in state error and rows of offline '
+                      'conductors older than --older-than days, in '
+                      'batches.')
     parser.add_argument('--older-than', type=int,
                         default=PURGE_OLDER_THAN_DAYS, metavar='DAYS',
                         help='Age in days (database clock) of the rows to '
-                             'delete: error allocations not updated and '
+                             'delete: error allocations and groups not '
+                             'updated and '
                              'conductors without a heartbeat for that '
                              'long. Default: %(default)s.')
     parser.add_argument('--batch-size', type=int, default=PURGE_BATCH_SIZE,

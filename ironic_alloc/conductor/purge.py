@@ -1,4 +1,5 @@
-"""The periodic purge of old allocations in state error.
+"""The periodic purge of old allocations and allocation groups in state
+error (a group with its members, never a member alone).
 
 Its own periodic task, whatever the take-over settings are: disabling
 take-over ([conductor]check_allocations_interval = 0) must not keep
@@ -32,8 +33,9 @@ class ErrorAllocationPurge:
         return CONF.conductor.error_allocation_purge_interval
 
     def purge_error_allocations(self):
-        """Delete the error allocations older than
-        [conductor]error_allocation_max_age; returns how many."""
+        """Delete the error allocations and error groups (with their
+        members) older than [conductor]error_allocation_max_age; returns
+        how many allocations."""
         max_age = CONF.conductor.error_allocation_max_age
         if not max_age:
             return 0
@@ -42,4 +44,11 @@ class ErrorAllocationPurge:
             LOG.info('Purged %(count)d allocations in state error not '
                      'updated for %(age)d seconds',
                      {'count': purged, 'age': max_age})
-        return purged
+        groups, members = self.dbapi.purge_error_groups(max_age,
+                                                        PURGE_BATCH)
+        if groups:
+            LOG.info('Purged %(count)d allocation groups in state error '
+                     'not updated for %(age)d seconds, with their '
+                     '%(members)d member allocations',
+                     {'count': groups, 'members': members, 'age': max_age})
+        return purged + members

@@ -621,8 +621,9 @@ class Connection(metaclass=abc.ABCMeta):
     def get_purgeable_error_allocations(self, older_than, limit,
                                         after_id=0):
         """The error allocations purge_error_allocations() would delete:
-        in state error, not updated for ``older_than`` seconds, and
-        bound to no node.
+        in state error, not updated for ``older_than`` seconds, bound to
+        no node, and in no allocation group (a group's members go with
+        their group, purge_error_groups()).
 
         :returns: up to ``limit`` rows (id, uuid, updated_at), in id
             order, of ids above ``after_id``.
@@ -634,6 +635,26 @@ class Connection(metaclass=abc.ABCMeta):
         lists, ``batch_size`` rows per transaction.
 
         :returns: the number deleted.
+        """
+
+    @abc.abstractmethod
+    def get_purgeable_error_groups(self, older_than, limit, after_id=0):
+        """The allocation groups purge_error_groups() would delete: in
+        state error, not updated for ``older_than`` seconds, and with no
+        member bound to a node.
+
+        :returns: up to ``limit`` rows (id, uuid, updated_at, members: how
+            many allocations it has), in id order, of ids above
+            ``after_id``.
+        """
+
+    @abc.abstractmethod
+    def purge_error_groups(self, older_than, batch_size=1000):
+        """Delete the groups get_purgeable_error_groups() lists with
+        their members, ``batch_size`` groups per transaction (a group
+        and its members always in the same one).
+
+        :returns: (groups deleted, member allocations deleted).
         """
 
     @abc.abstractmethod

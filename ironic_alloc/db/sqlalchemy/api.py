@@ -1663,6 +1663,28 @@ class Connection(api.Connection):
         rule = _purgeable_error_allocations(self._age_threshold(older_than))
         return _purge_in_batches(stmts.ALLOCATIONS, rule, batch_size)
 
+    def get_purgeable_error_groups(self, older_than, limit, after_id=0):
+        rule = _purgeable_error_groups(self._age_threshold(older_than))
+        groups = stmts.GROUPS.c
+        members = sa.select(sa.func.count()).where(
+            stmts.ALLOCATIONS.c.group_id == groups.id).scalar_subquery()
+        return _purgeable_rows(
+            (groups.id, groups.uuid, groups.updated_at,
+             members.label('members')), rule, limit, after_id)
+
+    def purge_error_groups(self, older_than, batch_size=1000):
+        rule = _purgeable_error_groups(self._age_threshold(older_than))
+        groups = members = 0
+        while True:
+            listed, deleted_groups, deleted_members = _purge_group_batch(
+                rule, batch_size)
+            groups += deleted_groups
+            members += deleted_members
+            # NOTE: as _purge_in_batches: a batch of which nothing went
+            # changed under us; stop rather than list it again.
+            if listed < batch_size or not deleted_groups:
+                return groups, members
+
     def get_purgeable_conductors(self, older_than, alive_timeout, limit,
                                  after_id=0):
         rule = _purgeable_conductors(self._age_threshold(older_than),
@@ -1774,7 +1796,23 @@ def _purgeable_error_allocations(threshold):
         allocations.state == states.ALLOCATION_ERROR,
         sa.func.coalesce(allocations.updated_at,
                          allocations.created_at) < threshold,
+        # NOTE: a group's members go with their group, never alone
+        # (_purgeable_error_groups).
+        allocations.group_id.is_(None),
         ~sa.exists().where(stmts.NODES.c.allocation_id == allocations.id))
+
+
+def _purgeable_error_groups(threshold):
+    """The rule of purgeable allocation groups (db api): in state error
+    (a finished group that holds nothing), unchanged since
+    ``threshold``, and no member bound to a node."""
+    groups = stmts.GROUPS.c
+    allocations = stmts.ALLOCATIONS.c
+    return sa.and_(
+        groups.state == states.GROUP_ERROR,
+        sa.func.coalesce(groups.updated_at, groups.created_at) < threshold,
+        ~sa.exists().where(allocations.group_id == groups.id,
+                           stmts.NODES.c.allocation_id == allocations.id))
 
 
 def _purgeable_conductors(threshold, alive_threshold):
@@ -1834,6 +1872,35 @@ def _purge_batch(table, rule, batch_size):
         result = conn.execute(table.delete().where(table.c.id.in_(ids),
                                                    rule))
         return len(ids), result.rowcount
+
+
+@retry_on_conflict
+def _purge_group_batch(rule, batch_size):
+    """One transaction: up to ``batch_size`` groups matching ``rule``,
+    locked (as the group's DELETE locks it first), then their members and
+    the groups.
+
+    :returns: (groups listed, groups deleted, members deleted).
+    """
+    groups = stmts.GROUPS
+    with _connection_for_write() as conn:
+        ids = conn.execute(sa.select(groups.c.id).where(rule).order_by(
+            groups.c.id).limit(batch_size).with_for_update()).scalars().all()
+        listed = len(ids)
+        if not ids:
+            return 0, 0, 0
+        # NOTE: the rule again, on the locked rows: a group that changed
+        # since the SELECT (on a server's READ COMMITTED) stays, with its
+        # members.
+        ids = conn.execute(sa.select(groups.c.id).where(
+            groups.c.id.in_(ids), rule)).scalars().all()
+        if not ids:
+            return listed, 0, 0
+        members = conn.execute(stmts.ALLOCATIONS.delete().where(
+            stmts.ALLOCATIONS.c.group_id.in_(ids))).rowcount
+        deleted = conn.execute(groups.delete().where(
+            groups.c.id.in_(ids))).rowcount
+        return listed, deleted, members
 
 
 def _count_holds(conn, project):

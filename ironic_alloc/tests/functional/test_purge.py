@@ -27,6 +27,7 @@ DAY = 86400
 
 dbapi = db_api.get_instance()
 ALLOCATIONS = models.Allocation.__table__
+GROUPS = models.AllocationGroup.__table__
 CONDUCTORS = models.Conductor.__table__
 NODES = models.Node.__table__
 
@@ -49,6 +50,33 @@ class PurgeTestCase(base.DbTestCase):
                 ALLOCATIONS.c.id == row.id).values(
                     created_at=when, updated_at=when))
         return row
+
+    def group(self, members, state=states.GROUP_ERROR, days=0):
+        """An allocation group of ``state`` with ``members`` new
+        allocations of the same state, all last updated ``days`` ago.
+
+        :returns: (group row, member uuids).
+        """
+        uuids = [uuidutils.generate_uuid() for _ in range(members)]
+        row = dbapi.create_allocation_group(
+            {'uuid': uuidutils.generate_uuid(),
+             'state': states.GROUP_ALLOCATING,
+             'spec': {u: {'kind': states.MEMBER_NEW} for u in uuids}},
+            [{'uuid': u, 'state': states.ALLOCATING, 'resource_class':
+              'gold', 'traits': [], 'candidate_nodes': [], 'extra': {}}
+             for u in uuids], [])
+        when = self.days_ago(days)
+        with self.db.engine.begin() as conn:
+            conn.execute(GROUPS.update().where(GROUPS.c.id == row.id).values(
+                state=state, created_at=when, updated_at=when))
+            conn.execute(ALLOCATIONS.update().where(
+                ALLOCATIONS.c.group_id == row.id).values(
+                    state=state, created_at=when, updated_at=when))
+        return row, set(uuids)
+
+    def group_uuids(self):
+        with self.db.engine.connect() as conn:
+            return set(conn.execute(sa.select(GROUPS.c.uuid)).scalars())
 
     def conductor(self, hostname, days=0, online=False):
         """A conductor row whose last heartbeat was ``days`` ago."""
@@ -114,6 +142,38 @@ class TestPurgeRules(PurgeTestCase):
         self.assertEqual({bound.uuid}, self.uuids())
         self.assertNotIn(loose.uuid, self.uuids())
 
+    def test_error_groups_go_with_their_members(self):
+        old_1, old_members_1 = self.group(3, days=40)
+        old_2, old_members_2 = self.group(2, days=40)
+        recent, recent_members = self.group(2, days=2)
+        active, active_members = self.group(2, state=states.GROUP_ACTIVE,
+                                            days=40)
+        bound, bound_members = self.group(2, days=40)
+        self.node(allocation_id=dbapi.get_allocation_by_uuid(
+            sorted(bound_members)[0]).id)
+        loose = self.allocation(days=40).uuid
+        # The error allocation purge leaves every group's member alone.
+        self.assertEqual([loose], [row.uuid for row in
+                                   dbapi.get_purgeable_error_allocations(
+                                       30 * DAY, 100)])
+        self.assertEqual(1, dbapi.purge_error_allocations(30 * DAY))
+        kept = recent_members | active_members | bound_members
+        self.assertEqual(old_members_1 | old_members_2 | kept, self.uuids())
+        listed = dbapi.get_purgeable_error_groups(30 * DAY, 100)
+        self.assertEqual([(old_1.uuid, 3), (old_2.uuid, 2)],
+                         [(row.uuid, row.members) for row in listed])
+        self.assertEqual([old_2.uuid], [row.uuid for row in
+                                        dbapi.get_purgeable_error_groups(
+                                            30 * DAY, 100, old_1.id)])
+        deletes = self.count_deletes(GROUPS)
+        self.assertEqual((2, 5), dbapi.purge_error_groups(30 * DAY, 1))
+        # One group per transaction, and a last batch that found none.
+        self.assertEqual(2, len(deletes))
+        self.assertEqual(kept, self.uuids())
+        self.assertEqual({recent.uuid, active.uuid, bound.uuid},
+                         self.group_uuids())
+        self.assertEqual((0, 0), dbapi.purge_error_groups(30 * DAY))
+
     def test_only_offline_conductors_without_work_go(self):
         CONF.set_override('heartbeat_timeout', 60, group='conductor')
         self.addCleanup(CONF.clear_override, 'heartbeat_timeout',
@@ -158,36 +218,47 @@ class TestPurgeCommand(PurgeTestCase):
     def test_dry_run_writes_nothing_then_purge(self):
         old = [self.allocation(days=10).uuid for _ in range(3)]
         recent = self.allocation(days=1).uuid
+        old_group, _members = self.group(2, days=10)
+        recent_group, recent_members = self.group(1, days=1)
         self.conductor('old-conductor', days=10)
         self.conductor('new-conductor', days=1)
-        before = (self.uuids(), self.hostnames())
+        before = (self.uuids(), self.hostnames(), self.group_uuids())
         dry = self.dbsync_purge('--older-than', '7', '--batch-size', '2',
                                 '--dry-run')
         self.assertEqual(0, dry.returncode, dry.stdout + dry.stderr)
-        self.assertEqual(before, (self.uuids(), self.hostnames()))
+        self.assertEqual(before, (self.uuids(), self.hostnames(),
+                                  self.group_uuids()))
         for uuid in old:
             self.assertIn('Would purge error allocation %s' % uuid,
                           dry.stdout)
         self.assertIn('Would purge conductor old-conductor', dry.stdout)
+        self.assertIn('Would purge error allocation group %s (updated '
+                      % old_group.uuid, dry.stdout)
         self.assertNotIn(recent, dry.stdout)
+        self.assertNotIn(recent_group.uuid, dry.stdout)
         self.assertNotIn('new-conductor', dry.stdout)
-        self.assertIn('Dry run: 3 error allocations and 1 conductors older '
-                      'than 7 days would be purged', dry.stdout)
+        self.assertIn('Dry run: 3 error allocations, 1 error allocation '
+                      'groups (with 2 member allocations) and 1 conductors '
+                      'older than 7 days would be purged', dry.stdout)
 
         done = self.dbsync_purge('--older-than', '7', '--batch-size', '2')
         self.assertEqual(0, done.returncode, done.stdout + done.stderr)
-        self.assertIn('Purged 3 error allocations and 1 conductors older '
-                      'than 7 days.', done.stdout)
-        self.assertEqual(({recent}, {'new-conductor'}),
-                         (self.uuids(), self.hostnames()))
+        self.assertIn('Purged 3 error allocations, 1 error allocation '
+                      'groups (with 2 member allocations) and 1 conductors '
+                      'older than 7 days.', done.stdout)
+        self.assertEqual(({recent} | recent_members, {'new-conductor'},
+                          {recent_group.uuid}),
+                         (self.uuids(), self.hostnames(),
+                          self.group_uuids()))
 
     def test_default_age_keeps_younger_rows(self):
         kept = self.allocation(days=29).uuid
         self.allocation(days=31)
         done = self.dbsync_purge()
         self.assertEqual(0, done.returncode, done.stdout + done.stderr)
-        self.assertIn('Purged 1 error allocations and 0 conductors older '
-                      'than 30 days.', done.stdout)
+        self.assertIn('Purged 1 error allocations, 0 error allocation '
+                      'groups (with 0 member allocations) and 0 conductors '
+                      'older than 30 days.', done.stdout)
         self.assertEqual({kept}, self.uuids())
 
     def test_bad_arguments(self):
@@ -204,6 +275,7 @@ class TestPeriodicPurge(PurgeTestCase):
     def test_runs_with_take_over_disabled(self):
         old = self.allocation(days=1).uuid
         recent = self.allocation(days=0).uuid
+        self.group(2, days=1)
         fixture = self.useFixture(ia_fixtures.ConductorFixture(
             host='purging', check_allocations_interval=0,
             error_allocation_max_age=3600,
@@ -216,9 +288,11 @@ class TestPeriodicPurge(PurgeTestCase):
         # NOTE: a bound on the wait, not a timing assertion: the task
         # runs every second.
         deadline = time.monotonic() + 60
-        while old in self.uuids() and time.monotonic() < deadline:
+        while (old in self.uuids() or self.group_uuids()) and (
+                time.monotonic() < deadline):
             time.sleep(0.2)
-        self.assertEqual({recent}, self.uuids())
+        self.assertEqual(({recent}, set()),
+                         (self.uuids(), self.group_uuids()))
 
     def test_no_task_while_error_allocations_are_kept(self):
         fixture = self.useFixture(ia_fixtures.ConductorFixture(

@@ -31,6 +31,8 @@ RELEASE_MAPPING = {
         'objects': {
             'Allocation': '1.4',
             'AllocationGroup': '1.0',
+            'AllocationGroupNotification': '1.0',
+            'AllocationGroupPayload': '1.0',
             'AllocationCRUDNotification': '1.0',
             'AllocationCRUDPayload': '1.1',
             'AllocationHoldNotification': '1.0',

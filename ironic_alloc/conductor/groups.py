@@ -17,6 +17,7 @@ from oslo_utils import uuidutils
 
 from ironic_alloc.common import exception
 from ironic_alloc.common import matching
+from ironic_alloc.common import notifications
 from ironic_alloc.common import states
 from ironic_alloc.conductor import allocations
 from ironic_alloc.conductor import group_solver
@@ -90,6 +91,7 @@ def do_allocate_group(context, group_id, conductor_id, backend):
             continue
         LOG.info('Allocation group %(group)s is active: %(count)d members',
                  {'group': group.uuid, 'count': len(spec)})
+        _notify_processed(context, group, 'success')
         return list(solution.assignment.values())
     return None
 
@@ -168,3 +170,19 @@ def _fail(group, conductor_id, reason, explanation=None):
                                    explanation=explanation):
         LOG.info('Allocation group %(group)s failed: %(reason)s',
                  {'group': group.uuid, 'reason': reason})
+        _notify_processed(group._context, group, 'error')
+
+
+def _notify_processed(context, group, status):
+    """ironic_alloc.allocation_group.process.<status>, after the commit
+    or the failure: the group as it was written, read again (the copy in
+    hand when it was deleted since)."""
+    level = 'error' if status == 'error' else 'info'
+    if not notifications.enabled(level):
+        return
+    try:
+        group = group_obj.AllocationGroup.get(context, id=group.id)
+    except exception.AllocationGroupNotFound:
+        pass
+    group_obj.notify(context, group, 'process', status,
+                     notifications.CONDUCTOR_SERVICE)

@@ -19,6 +19,7 @@ from ironic_alloc.common import states
 from ironic_alloc.conductor import allocations
 from ironic_alloc.db import api as db_api
 from ironic_alloc.objects import allocation as allocation_obj
+from ironic_alloc.objects import allocation_group as group_obj
 
 LOG = log.getLogger(__name__)
 
@@ -73,10 +74,20 @@ class LeaseExpiry:
                 return released
 
     def _release_group(self, group_id):
+        context = ia_context.get_admin_context()
+        before = None
+        if notifications.enabled('info'):
+            try:
+                before = group_obj.AllocationGroup.get(context, id=group_id)
+            except exception.AllocationGroupNotFound:
+                return None
         group = self.dbapi.release_expired_group(
             group_id, allocations.DEALLOCATION_STATES)
         if group is None:
             return None
+        if before is not None:
+            group_obj.notify(context, before, 'lease_expire', 'success',
+                             notifications.CONDUCTOR_SERVICE)
         LOG.info('Allocation group %(group)s released with its %(count)d '
                  'members (nodes %(nodes)s): its lease ended at %(end)s '
                  '(UTC, database clock)',

@@ -1,10 +1,12 @@
 """Allocation groups (API extension 1.3): allocations created, handed
 over and released together, in one database transaction or not at all."""
 
+from ironic_alloc.common import notifications
 from ironic_alloc.db import api as db_api
 from ironic_alloc.objects import allocation as allocation_obj
 from ironic_alloc.objects import base
 from ironic_alloc.objects import fields
+from ironic_alloc.objects import notification
 
 
 @base.IronicAllocObjectRegistry.register
@@ -88,3 +90,62 @@ class AllocationGroup(base.IronicAllocObject):
         """
         return self.dbapi.destroy_allocation_group(
             self.id, node_states=node_states)[1]
+
+
+@base.IronicAllocObjectRegistry.register
+class AllocationGroupPayload(notification.NotificationPayloadBase):
+    """ironic_alloc's payload of its allocation group events: the group's
+    fields and the UUIDs of its members (every member of its request:
+    new, hand-over and release)."""
+    # Version 1.0: Initial version
+    VERSION = '1.0'
+
+    SCHEMA = {name: ('group', name) for name in (
+        'uuid', 'name', 'state', 'owner', 'last_error', 'expires_at',
+        'created_at', 'updated_at')}
+
+    fields = {
+        'uuid': fields.UUIDField(nullable=True),
+        'name': fields.StringField(nullable=True),
+        'state': fields.StringField(nullable=True),
+        'owner': fields.StringField(nullable=True),
+        'last_error': fields.StringField(nullable=True),
+        'expires_at': fields.DateTimeField(nullable=True),
+        'created_at': fields.DateTimeField(nullable=True),
+        'updated_at': fields.DateTimeField(nullable=True),
+        'member_uuids': fields.ListOfStringsField(nullable=True),
+    }
+
+    def __init__(self, group):
+        super().__init__(member_uuids=sorted(group.spec or {}))
+        self.populate_schema(group=group)
+
+
+@base.IronicAllocObjectRegistry.register
+class AllocationGroupNotification(notification.NotificationBase):
+    """ironic_alloc.allocation_group.* events."""
+    # Version 1.0: Initial version
+    VERSION = '1.0'
+
+    EVENT_PREFIX = 'ironic_alloc'
+
+    fields = {
+        'payload': fields.ObjectField('AllocationGroupPayload'),
+    }
+
+
+def notify(context, group, action, status, service):
+    """Send ironic_alloc.allocation_group.<action>.<status> about
+    ``group`` (when its level is sent; nothing is built otherwise).  The
+    level is error for the ``error`` status, info otherwise."""
+    level = 'error' if status == 'error' else 'info'
+    if not notifications.enabled(level):
+        return
+    with notifications.never_failing('allocation_group', action, status):
+        AllocationGroupNotification(
+            level=level,
+            event_type=notification.EventType(
+                object='allocation_group', action=action, status=status),
+            publisher=notification.publisher(service),
+            payload=AllocationGroupPayload(group),
+        ).emit(context)

@@ -32,6 +32,7 @@ from ironic_alloc.tests import base
 from ironic_alloc.tests.functional.conductor import test_allocations
 from ironic_alloc.tests.functional.conductor import utils
 from ironic_alloc.tests.functional import fixtures as ia_fixtures
+from ironic_alloc.tests.functional import test_api_allocation_groups
 from ironic_alloc.tests.functional import test_api_leases
 from ironic_alloc.tests.functional import test_metrics
 
@@ -570,3 +571,67 @@ class TestTakeOverEvent(_Notifying, base.DbTestCase):
         data = taken['payload']['ironic_object.data']
         self.assertEqual(allocation.uuid, data['uuid'])
         self.assertEqual(states.ALLOCATING, data['state'])
+
+
+class TestGroupEvents(_Notifying, test_api_allocation_groups._GroupTestCase):
+    """ironic_alloc's events of allocation groups: creation and deletion
+    (API), the conductor's outcome, the expiry of the group's lease."""
+
+    def test_group_life(self):
+        self.config(expiry_interval=1, group='reservation')
+        for _ in range(2):
+            utils.make_available_node(self.context)
+        leased = [test_api_allocation_groups._uuid() for _ in range(2)]
+        status, doc = self.create({u: {'resource_class': 'gold'}
+                                   for u in leased}, name='short', ttl=1)
+        self.assertEqual(201, status, doc)
+        expiring = doc['uuid']
+        deadline = time.monotonic() + 30
+        while self.call('GET', '/v1/allocation_groups/short')[0] != 404:
+            self.assertLess(time.monotonic(), deadline)
+            time.sleep(0.2)
+        # Three members for two nodes: the conductor fails the group.
+        failing = self.created({test_api_allocation_groups._uuid():
+                                {'resource_class': 'gold'}
+                                for _ in range(3)})
+        self.assertEqual('error', failing['state'])
+        status, _doc = self.call('DELETE', '/v1/allocation_groups/%s'
+                                 % failing['uuid'])
+        self.assertEqual(204, status)
+        self.flush('ironic_alloc.allocation_group.process.success',
+                   'ironic_alloc.allocation_group.lease_expire.success',
+                   'ironic_alloc.allocation_group.process.error')
+
+        prefix = 'ironic_alloc.allocation_group.'
+        self.assertEqual(sorted(prefix + e for e in (
+            'create.success', 'process.success', 'lease_expire.success',
+            'create.success', 'process.error', 'delete.success')),
+            sorted(self.collector.events()))
+        created = [m for m in self.collector.messages
+                   if m['event_type'] == prefix + 'create.success']
+        self.assertEqual('ironic-api.test-host', created[0]['publisher_id'])
+        data = created[0]['payload']['ironic_object.data']
+        self.assertEqual('AllocationGroupPayload',
+                         created[0]['payload']['ironic_object.name'])
+        self.assertEqual((expiring, 'short', 'allocating', sorted(leased)),
+                         (data['uuid'], data['name'], data['state'],
+                          data['member_uuids']))
+        self.assertIsNotNone(data['expires_at'])
+        done = self.collector.one(prefix + 'process.success')
+        self.assertEqual('ironic-conductor.test-host', done['publisher_id'])
+        self.assertEqual(('INFO', 'active'), (
+            done['priority'],
+            done['payload']['ironic_object.data']['state']))
+        expired = self.collector.one(prefix + 'lease_expire.success')
+        self.assertEqual(
+            (expiring, sorted(leased)),
+            (expired['payload']['ironic_object.data']['uuid'],
+             expired['payload']['ironic_object.data']['member_uuids']))
+        failed = self.collector.one(prefix + 'process.error')
+        data = failed['payload']['ironic_object.data']
+        self.assertEqual(('ERROR', failing['uuid'], 'error'),
+                         (failed['priority'], data['uuid'], data['state']))
+        self.assertIn('could not be given a node', data['last_error'])
+        gone = self.collector.one(prefix + 'delete.success')
+        self.assertEqual(failing['uuid'],
+                         gone['payload']['ironic_object.data']['uuid'])

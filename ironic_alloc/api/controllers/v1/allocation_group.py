@@ -35,9 +35,11 @@ from ironic_alloc.api.controllers.v1 import types
 from ironic_alloc.api.controllers.v1 import utils
 from ironic_alloc.api import expose
 from ironic_alloc.common import exception
+from ironic_alloc.common import notifications
 from ironic_alloc.common import release_mappings
 from ironic_alloc.common import states
 from ironic_alloc import objects
+from ironic_alloc.objects import allocation_group as group_obj
 
 LOG = log.getLogger(__name__)
 
@@ -478,6 +480,8 @@ class AllocationGroupsController(rest.RestController):
                  {'group': group.uuid, 'host': conductor.hostname,
                   'count': len(spec)})
         utils.set_location(RESOURCE, group.uuid)
+        group_obj.notify(context, group, 'create', 'success',
+                         notifications.API_SERVICE)
         api.request.rpcapi.create_allocation_group(context, group.id,
                                                    conductor.hostname)
         return convert(group, group.members())
@@ -516,6 +520,8 @@ class AllocationGroupsController(rest.RestController):
                 group=group_ident) from None
         LOG.info('Allocation group %(group)s deleted with %(count)d '
                  'members', {'group': group.uuid, 'count': len(released)})
+        group_obj.notify(api.request.context, group, 'delete', 'success',
+                         notifications.API_SERVICE)
         # NOTE: what a backend keeps outside the database for the members
         # is repaired by its periodic work (a group never claims outside
         # it in this release).

@@ -13,6 +13,8 @@ from ironic_alloc.tests import base as test_base
 expected_object_fingerprints = {
     'Allocation': '1.4-c29a6295bcef31baf40e0aef338cc04c',
     'AllocationGroup': '1.0-ac00b73db41b0f6bc687d89ac7353d7e',
+    'AllocationGroupNotification': '1.0-e457f1e870b64f4d06a9bb0d72e65279',
+    'AllocationGroupPayload': '1.0-df7e7506d0c14201f7b0d59d13b72945',
     'AllocationCRUDNotification': '1.0-e457f1e870b64f4d06a9bb0d72e65279',
     'AllocationCRUDPayload': '1.1-3c8849932b80380bb96587ff62e8f087',
     'AllocationHoldNotification': '1.0-e457f1e870b64f4d06a9bb0d72e65279',

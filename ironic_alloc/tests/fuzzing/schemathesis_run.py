@@ -77,6 +77,7 @@ NODE_PATCH_PATHS = ['/extra/st', '/description', '/name', '/owner',
                     '/automated_clean']
 ALLOCATION_PATCH_PATHS = ['/name', '/extra/st', '/owner']
 CHASSIS_PATCH_PATHS = ['/description', '/extra/st']
+GROUP_PATCH_PATHS = ['/ttl', '/expires_at']
 # OpenStack-API-Version values of the operations of an extension: mostly
 # its version (else the operation could never answer 2xx), sometimes
 # none or an older one.
@@ -120,6 +121,8 @@ _GROUP_DICTIONARIES = {
     'createAllocationGroup': {},
     'listAllocationGroups': {},
     'getAllocationGroup': {'path.allocation_group_ident': 'groups'},
+    'updateAllocationGroupLease': {'path.allocation_group_ident': 'groups',
+                                   'body.[*].path': 'group_patch_paths'},
     'deleteAllocationGroup': {'path.allocation_group_ident':
                               'doomed_groups'},
 }
@@ -305,6 +308,7 @@ def seed(seeder, conductor_host):
         'reservations': reservations,
         'group_extension_versions': GROUP_EXTENSION_VERSIONS,
         'groups': groups,
+        'group_patch_paths': GROUP_PATCH_PATHS,
         'doomed_groups': doomed_groups,
         'doomed_reservations': doomed_reservations,
         'reservable_nodes': reserve_nodes[5:],

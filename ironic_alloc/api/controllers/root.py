@@ -12,6 +12,11 @@ from ironic_alloc.api.controllers.v1 import types
 from ironic_alloc.api import expose
 
 
+# The API versions served under their own path segment.
+VERSIONS = ('v1',)
+DEFAULT_VERSION = 'v1'
+
+
 class RootController(rest.RestController):
 
     v1 = v1.Controller()
@@ -40,5 +45,11 @@ class RootController(rest.RestController):
             # the extension range; /v1 negotiates in its own _route.
             api.request.extension_version = (
                 negotiation.negotiate_extension(api.request.headers))
+        elif args[0] not in VERSIONS:
+            # NOTE: a path without a version segment ("/nodes/...") is
+            # served by the default version, as Ironic does; clients that
+            # build paths from the catalog endpoint alone (the tempest
+            # plugin's node allocation request) rely on it.
+            args = [DEFAULT_VERSION] + list(args)
         return (routing.sub_controller(self, args, request)
                 or super()._route(args, request))

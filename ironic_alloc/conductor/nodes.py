@@ -21,6 +21,7 @@ def check_update(node, changes):
             'Protection can only be set on nodes in provision state '
             '"active"; node %s is "%s".' % (node.uuid,
                                             node.provision_state))
+    _check_protected(node, changes)
     _check_retired(node, changes)
     new_instance = changes.get('instance_uuid')
     if (new_instance and node.instance_uuid
@@ -52,6 +53,21 @@ def check_reservation(context, node, changes):
         raise exception.NodeReserved(node=node.uuid,
                                      reservation=holder.uuid,
                                      action=action)
+
+
+def _check_protected(node, changes):
+    """Ironic's rules for ``protected_reason`` (API 1.48): it is set only
+    on a protected node, and unsetting ``protected`` clears it in
+    ``changes``.
+
+    :raises: InvalidParameterValue.
+    """
+    protected = changes.get('protected', node.protected)
+    if changes.get('protected_reason') and not protected:
+        raise exception.InvalidParameterValue(
+            err='protected_reason can only be set on a protected node.')
+    if 'protected' in changes and not protected:
+        changes['protected_reason'] = None
 
 
 def _check_retired(node, changes):

@@ -187,3 +187,9 @@ MEMBER_RELEASE = 'release'
 # same way; a reservation binds its node to its own instance_uuid.
 ALLOCATION_KIND = 'allocation'
 RESERVATION_KIND = 'reservation'
+
+# The faults a node can be given, as in Ironic: the ``fault`` list filter
+# accepts only these (none is ever set here, since no hardware is driven,
+# so a list by a valid fault is empty).
+FAULTS = ('power failure', 'clean failure', 'rescue abort failure',
+          'service failure')

@@ -264,6 +264,10 @@ class TestOpenAPIMatchesRoutes(base.DbTestCase):
             if not recorder.handlers or status in (404, 405):
                 continue
             handler = recorder.handlers[-1]
+            # NOTE: a path without its version segment is the same path
+            # of v1 (as in Ironic); the description lists the v1 ones.
+            if path != '/' and path.split('/')[1] != 'v1':
+                path = '/v1' + path
             if not self._is_described(described, method, path, handler,
                                       status):
                 undescribed.append('%s %s -> %s (%s)' % (

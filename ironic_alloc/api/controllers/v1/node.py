@@ -807,6 +807,10 @@ def _list_filters(query):
                 'The "%s" filter is not available in API version %s.'
                 % (name, api.request.version))
         filters[_DB_FILTER_NAMES.get(name, name)] = query[name]
+    if 'fault' in filters and filters['fault'] not in states.FAULTS:
+        raise exception.Invalid(
+            'Unknown fault "%s"; the valid faults are: %s.'
+            % (filters['fault'], ', '.join(states.FAULTS)))
     # NOTE: as in Ironic, at every version a list leaves out the nodes
     # that have a parent, unless it asks for the children of one parent
     # or for every node (include_children, which then wins over

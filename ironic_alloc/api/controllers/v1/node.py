@@ -14,6 +14,7 @@ from oslo_utils import uuidutils
 from oslo_utils import versionutils
 import pecan
 from pecan import rest
+import webob.exc as webob_exc
 import wsme
 from wsme import types as wtypes
 
@@ -467,6 +468,22 @@ for _name, _feature in unsupported.NODE_FEATURES.items():
     SUBRESOURCES[_name] = (None, unsupported.feature_controller(_feature))
 
 
+def _refuse_traits_before_1_37():
+    """Ironic's answers about node traits before API 1.37: reading them
+    is not acceptable (406), setting them not allowed (405); removing one
+    falls through to 404.
+
+    :raises: NotAcceptable, HTTPMethodNotAllowed.
+    """
+    method = pecan.request.method
+    message = ('The traits of nodes need API version 1.37 or newer; '
+               'this request has %s.' % api.request.version)
+    if method == 'GET':
+        raise exception.NotAcceptable(message)
+    if method in ('PUT', 'POST'):
+        raise webob_exc.HTTPMethodNotAllowed(detail=message)
+
+
 class NodesController(rest.RestController):
     """REST controller for nodes; with ``chassis_uuid``, the list of the
     nodes of that chassis (/v1/chassis/{uuid}/nodes[/detail]): the node
@@ -511,6 +528,8 @@ class NodesController(rest.RestController):
         if controller is None:
             return
         if gate is not None and not gate():
+            if remainder[0] == 'traits':
+                _refuse_traits_before_1_37()
             raise exception.NotFound(
                 'The resource %s of nodes is not available in API version '
                 '%s.' % (remainder[0], api.request.version))

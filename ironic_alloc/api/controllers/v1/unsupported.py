@@ -16,6 +16,7 @@ One rule for all of them:
 
 import pecan
 
+from ironic_alloc import api
 from ironic_alloc.api.controllers import link
 from ironic_alloc.api.controllers.v1 import utils
 from ironic_alloc.common import exception
@@ -76,10 +77,22 @@ class EmptyListController:
     feature = None
     """The feature named when asked to change the collection"""
 
+    gate = None
+    """The API version check of the collection (None: every version)"""
+
     def __init__(self, node_ident=None):
         self.node_ident = node_ident
 
+    def _check_version(self):
+        # NOTE: as in Ironic, a collection is not found at all before the
+        # version that added it, whatever the method.
+        if self.gate is not None and not self.gate():
+            raise exception.NotFound(
+                '%s are not available in API version %s.'
+                % (self.feature, api.request.version))
+
     def _empty(self, item=None):
+        self._check_version()
         if pecan.request.method not in ('GET', 'HEAD'):
             raise exception.UnsupportedFeature(feature=self.feature)
         if self.node_ident is not None:
@@ -112,6 +125,7 @@ class PortsController(EmptyListController):
 class PortgroupsController(EmptyListController):
     key = 'portgroups'
     feature = 'Portgroups'
+    gate = staticmethod(utils.allow_portgroups)
 
 
 class VifsController(EmptyListController):
@@ -122,11 +136,13 @@ class VifsController(EmptyListController):
 class VolumeConnectorsController(EmptyListController):
     key = 'connectors'
     feature = 'Volume connectors'
+    gate = staticmethod(utils.allow_volume)
 
 
 class VolumeTargetsController(EmptyListController):
     key = 'targets'
     feature = 'Volume targets'
+    gate = staticmethod(utils.allow_volume)
 
 
 class VolumeController:
@@ -139,6 +155,10 @@ class VolumeController:
 
     @pecan.expose('json')
     def index(self, **kwargs):
+        if not utils.allow_volume():
+            raise exception.NotFound(
+                'Volume is not available in API version %s.'
+                % api.request.version)
         if pecan.request.method not in ('GET', 'HEAD'):
             raise exception.UnsupportedFeature(feature='Volume')
         base = 'volume'

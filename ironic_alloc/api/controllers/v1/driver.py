@@ -81,6 +81,12 @@ class DriversController(rest.RestController):
     def _lookup(self, name, *remainder):
         if not remainder:
             return
+        # NOTE: as in Ironic, the version is checked before the driver:
+        # RAID properties did not exist before 1.12, for any driver.
+        if remainder[0] == 'raid' and not utils.allow_raid_config():
+            raise exception.NotAcceptable(
+                'The RAID properties of drivers need API version 1.12 or '
+                'newer; this request has %s.' % api.request.version)
         if name not in conductor.DRIVERS:
             raise exception.DriverNotFound(driver_name=name)
         if remainder[0] == 'properties':

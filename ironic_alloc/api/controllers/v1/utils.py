@@ -97,6 +97,11 @@ def allow_resource_class_filter():
     return _allowed(versions.MINOR_21_RESOURCE_CLASS)
 
 
+def allow_raid_config():
+    """1.12: RAID configuration (node fields, driver RAID properties)."""
+    return _allowed(versions.MINOR_12_RAID_CONFIG)
+
+
 def allow_portgroups():
     """1.23: portgroups."""
     return _allowed(versions.MINOR_23_PORTGROUPS)

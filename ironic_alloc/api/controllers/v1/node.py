@@ -569,9 +569,14 @@ class NodesController(rest.RestController):
         if project is not None:
             # NOTE: a project sees the nodes it owns or leases.
             filters['project'] = project
-        nodes = objects.Node.list(api.request.context, filters=filters,
-                                  limit=limit, marker=marker,
-                                  sort_key=sort_key, sort_dir=sort_dir)
+        host = filters.pop('conductor', None)
+        if host is None:
+            nodes = objects.Node.list(api.request.context, filters=filters,
+                                      limit=limit, marker=marker,
+                                      sort_key=sort_key, sort_dir=sort_dir)
+        else:
+            nodes = _nodes_of_conductor(host, filters, limit, marker,
+                                        sort_key, sort_dir)
         preloaded = preload(nodes, fields)
         masks = access.NodeMasks()
         page = NodeCollection()
@@ -595,7 +600,7 @@ class NodesController(rest.RestController):
                    types.boolean, types.boolean, str, types.uuid, int, str,
                    str, str, types.listtype, str, str, str, types.boolean,
                    str, str, str, types.uuid, types.listtype, types.boolean,
-                   str, types.boolean, str)
+                   str, types.boolean, str, str)
     def get_all(self, instance_uuid=None, associated=None, maintenance=None,
                 retired=None, provision_state=None, marker=None,
                 limit=None, sort_key=None, sort_dir=None, driver=None,
@@ -603,7 +608,7 @@ class NodesController(rest.RestController):
                 conductor_group=None, detail=None, owner=None, lessee=None,
                 description_contains=None, chassis_uuid=None, shard=None,
                 sharded=None, parent_node=None, include_children=None,
-                instance_name=None):
+                instance_name=None, conductor=None):
         """List nodes (Ironic's filters, paging and ``fields``)."""
         query = dict(locals())
         del query['self']
@@ -616,14 +621,16 @@ class NodesController(rest.RestController):
     @expose.expose(NodeCollection, types.uuid, types.boolean,
                    types.boolean, types.boolean, str, types.uuid, int, str,
                    str, str, str, str, str, str, str, str, types.uuid,
-                   types.listtype, types.boolean, str, types.boolean, str)
+                   types.listtype, types.boolean, str, types.boolean, str,
+                   str)
     def detail(self, instance_uuid=None, associated=None, maintenance=None,
                retired=None, provision_state=None, marker=None, limit=None,
                sort_key=None, sort_dir=None, driver=None,
                resource_class=None, fault=None, conductor_group=None,
                owner=None, lessee=None, description_contains=None,
                chassis_uuid=None, shard=None, sharded=None,
-               parent_node=None, include_children=None, instance_name=None):
+               parent_node=None, include_children=None, instance_name=None,
+               conductor=None):
         """List nodes with all their fields."""
         # NOTE: Pecan routes GET /v1/nodes/<ident>/detail here as well
         # (the identifier as the first argument); as in Ironic, only the
@@ -808,11 +815,37 @@ FILTERS = {
     'parent_node': utils.allow_parent_nodes,
     'include_children': utils.allow_parent_nodes,
     'instance_name': utils.allow_instance_name,
+    # NOTE: not a database filter: which conductor serves a node is worked
+    # out from the live conductors (see _nodes_of_conductor).
+    'conductor': utils.allow_expose_conductors,
 }
 
 # Query names whose database filter has another name: the ``shard`` query
 # is a comma separated list (lower-cased, as Ironic does).
 _DB_FILTER_NAMES = {'shard': 'shard_in'}
+
+
+def _nodes_of_conductor(host, filters, limit, marker, sort_key, sort_dir):
+    """One page of the nodes ``filters`` selects that conductor ``host``
+    serves (the ``conductor`` list filter, API 1.49).
+
+    Which conductor serves a node depends on the live conductors, not on
+    a column, so pages of the filtered list are read in order and kept
+    for the nodes of ``host`` until the page is full or the list ends:
+    the page and its ``next`` marker are those of the filtered list.
+    """
+    context = api.request.context
+    found = []
+    while len(found) < limit:
+        batch = objects.Node.list(context, filters=filters, limit=limit,
+                                  marker=marker, sort_key=sort_key,
+                                  sort_dir=sort_dir)
+        hosts = utils.conductor_hosts_for(batch)
+        found.extend(n for n in batch if hosts.get(n.uuid) == host)
+        if len(batch) < limit:
+            break
+        marker = batch[-1].id
+    return found[:limit]
 
 
 def _list_filters(query):

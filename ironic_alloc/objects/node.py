@@ -15,6 +15,27 @@ INTERFACE_FIELDS = ('bios_interface', 'boot_interface', 'console_interface',
                     'rescue_interface', 'storage_interface',
                     'vendor_interface')
 
+# The interface a node of a driver has when none was set (or it was
+# removed or reset), as Ironic resolves it from the hardware type: the fake
+# interfaces, and the "no" interfaces of the features refused here.
+DEFAULT_INTERFACES = {
+    'fake-hardware': {
+        'bios_interface': 'fake',
+        'boot_interface': 'fake',
+        'console_interface': 'fake',
+        'deploy_interface': 'fake',
+        'firmware_interface': 'no-firmware',
+        'inspect_interface': 'fake',
+        'management_interface': 'fake',
+        'network_interface': 'noop',
+        'power_interface': 'fake',
+        'raid_interface': 'fake',
+        'rescue_interface': 'no-rescue',
+        'storage_interface': 'noop',
+        'vendor_interface': 'fake',
+    },
+}
+
 
 @base.IronicAllocObjectRegistry.register
 class Node(base.IronicAllocObject):

@@ -262,8 +262,9 @@ def _object_to_wire_dict(rpc_node):
     values = {k: v for k, v in rpc_node.as_dict().items()
               if k not in ('id', 'interfaces', 'conductor_affinity',
                            'allocation_id')}
+    defaults = node_obj.DEFAULT_INTERFACES.get(rpc_node.driver, {})
     for name in node_obj.INTERFACE_FIELDS:
-        values[name] = rpc_node.get_interface(name)
+        values[name] = rpc_node.get_interface(name) or defaults.get(name)
     return values
 
 

@@ -842,6 +842,24 @@ class AllocationExplainController(rest.RestController):
 _EXPLAIN = AllocationExplainController()
 
 
+def _node_to_read_from(node_ident):
+    """The node whose allocation is read, as Ironic finds it: Ironic
+    reads it as the allocation list filtered by that node, where a node
+    that does not exist is a 400 (clients such as ironic-tempest-plugin
+    rely on that answer); a node hidden from the caller stays a 404.
+
+    :raises: NodeNotFound (400 or 404).
+    """
+    try:
+        return utils.get_node(node_ident)
+    except exception.NodeNotFound as exc:
+        try:
+            utils.find_node_unchecked(node_ident)
+        except exception.NodeNotFound:
+            exc.code = 400
+        raise
+
+
 class NodeAllocationController(rest.RestController):
     """/v1/nodes/{node}/allocation: the allocation of one node."""
 
@@ -854,13 +872,13 @@ class NodeAllocationController(rest.RestController):
         _gate(pecan.request.method)
         return super()._route(args, request)
 
-    def _allocation(self, rule):
+    def _allocation(self, rule, find_node=utils.get_node):
         """The node and its allocation; ``rule`` applied to the latter.
 
         NOTE: a node hidden from the caller is a 404; an allocation of a
         node the caller sees but belonging to another project is a 403.
         """
-        node = utils.get_node(self.node_ident)
+        node = find_node(self.node_ident)
         if node.allocation_id is None:
             raise exception.AllocationNotFound(
                 allocation='of node %s' % self.node_ident)
@@ -878,7 +896,8 @@ class NodeAllocationController(rest.RestController):
     def get_all(self, fields=None):
         """Show the allocation of the node."""
         _check_fields(fields)
-        node, rpc_allocation = self._allocation('baremetal:allocation:get')
+        node, rpc_allocation = self._allocation(
+            'baremetal:allocation:get', find_node=_node_to_read_from)
         return convert_with_links(rpc_allocation, {node.id: node.uuid},
                                   fields)
 

@@ -559,6 +559,18 @@ def patched_roots(patch):
 
 # Lookups
 
+def find_node_unchecked(node_ident):
+    """The node named by UUID or name, whether or not the caller may
+    see it; only to tell a hidden node from a missing one.
+
+    :raises: NodeNotFound.
+    """
+    context = api.request.context
+    if uuidutils.is_uuid_like(node_ident):
+        return objects.Node.get_by_uuid(context, node_ident)
+    return objects.Node.get_by_name(context, node_ident)
+
+
 def get_node(node_ident, rule=None):
     """The node named by UUID or (1.5+) logical name, if the caller may
     see it (baremetal:node:get) and, when given, apply ``rule`` to it.

@@ -41,7 +41,7 @@ REGEX = r'^%s\.(%s)\.' % (PACKAGE.replace('.', r'\.'), '|'.join(MODULES))
 ALLOCATION_TESTS = 17
 # Bounds a hung run (the suite itself takes far less).
 RUN_TIMEOUT = 1500
-CONCURRENCY = 2
+CONCURRENCY = 4
 
 
 def _ini(sections):

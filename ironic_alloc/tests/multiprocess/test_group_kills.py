@@ -87,13 +87,22 @@ class TestGroupsUnderKills(base.MultiProcessTestCase):
         clients = GroupClients(url)
         kills = []
         batch = -(-GROUPS // KILLS)
-        # NOTE: each kill comes at a random moment after a batch of groups
-        # was created, while the conductors work on them; the victim is a
-        # conductor owning allocating groups when there is one.
+        # NOTE: each kill races a batch of groups being created: the victim
+        # is the first conductor seen owning allocating groups while the
+        # batch is posted and solved (a quiet machine settles a batch
+        # within moments of its last POST, so a kill after the batch would
+        # mostly find nothing to interrupt).
         for start in range(0, GROUPS, batch):
-            clients.post_batch(sizes[start:start + batch])
-            time.sleep(rnd.uniform(0, 0.5))
-            kills.append(self._kill_owner(rnd))
+            errors = []
+            poster = threading.Thread(
+                target=self._post_batch,
+                args=(clients, sizes[start:start + batch], errors),
+                daemon=True)
+            poster.start()
+            kills.append(self._kill_owner(rnd, poster))
+            poster.join(mp.REQUEST_TIMEOUT + 10)
+            self.assertFalse(poster.is_alive(), 'group POSTs still blocked')
+            self.assertEqual([], errors)
         mp.log('%d groups of %d members on %d nodes; answers %s; kills '
                '(conductor, allocating groups it owned): %s',
                GROUPS, sum(sizes), nodes, dict(clients.answers), kills)
@@ -113,14 +122,32 @@ class TestGroupsUnderKills(base.MultiProcessTestCase):
         mp.log('take-overs of groups according to the logs: %d',
                self.cluster.grep_logs('Took over allocation group'))
 
-    def _kill_owner(self, rnd):
-        """kill -9 a conductor (one owning allocating groups if any) and
-        start it again; returns (its name, groups it owned)."""
-        owned = {}
-        for name in sorted(self.cluster.conductors):
-            owned[name] = self._allocating_groups(
-                self.cluster.conductor_id(name))
-        busy = sorted(n for n, groups in owned.items() if groups)
+    @staticmethod
+    def _post_batch(clients, sizes, errors):
+        try:
+            clients.post_batch(sizes)
+        except AssertionError as exc:
+            errors.append(str(exc))
+
+    def _kill_owner(self, rnd, poster):
+        """kill -9 a conductor (the first seen owning allocating groups
+        while ``poster`` creates a batch, or any once the batch has
+        settled) and start it again; returns (its name, groups it
+        owned)."""
+        settled_at = None
+        while True:
+            owned = {}
+            for name in sorted(self.cluster.conductors):
+                owned[name] = self._allocating_groups(
+                    self.cluster.conductor_id(name))
+            busy = sorted(n for n, groups in owned.items() if groups)
+            if busy:
+                break
+            if not poster.is_alive():
+                settled_at = settled_at or time.monotonic()
+                if time.monotonic() - settled_at > 0.5:
+                    break
+            time.sleep(0.005)
         victim = rnd.choice(busy or sorted(owned))
         before = self.cluster.conductor_id(victim)
         self.cluster.conductors[victim].kill()

@@ -55,7 +55,7 @@ PATCHABLE = ('name', 'extra')
 # The lease's paths of a PATCH (extension "reservations"): the end of the
 # lease, and "ttl", write-only, which sets it to the database's time plus
 # that many seconds.
-LEASE_PATHS = ('/expires_at', '/ttl')
+LEASE_PATHS = leases.PATHS
 
 # How many UUIDs of matching nodes POST /v1/allocations/explain returns
 # ("examples" query parameter): by default, and at most.
@@ -500,39 +500,6 @@ class AllocationPatchType(types.JsonPatchType):
 types.json_object(AllocationPatchType)
 
 
-def _lease_of_patch(patch):
-    """The lease operations of a PATCH applied in order.
-
-    :returns: (whether the lease changes, its new end or None for none).
-    :raises: Invalid (400).
-    """
-    changed, end = False, None
-    for op in patch:
-        if op['path'] not in LEASE_PATHS:
-            continue
-        if op['op'] not in ('add', 'replace', 'remove'):
-            raise exception.Invalid(
-                'Cannot %s %s: the lease is replaced or removed.'
-                % (op['op'], op['path']))
-        if op['op'] == 'remove':
-            if op['path'] == '/ttl':
-                raise exception.Invalid(
-                    'Cannot remove /ttl: it is write-only; remove '
-                    '/expires_at to end the lease\'s expiry.')
-            changed, end = True, None
-            continue
-        if op.get('value', wtypes.Unset) in (wtypes.Unset, None):
-            raise exception.Invalid(
-                'A value is required to %s %s (remove /expires_at for no '
-                'expiry).' % (op['op'], op['path']))
-        if op['path'] == '/ttl':
-            end = leases.lease_end(ttl=op['value'])
-        else:
-            end = leases.lease_end(expires_at=op['value'])
-        changed = True
-    return changed, end
-
-
 def _check_lease_allowed(rpc_allocation):
     """A lease ends only for an allocation whose node DELETE would free:
     a deployed node's hold has none.  :raises: Conflict (409)."""
@@ -555,7 +522,8 @@ def _patched_values(rpc_allocation, patch):
     :raises: Invalid (400), Conflict (409).
     """
     extensions.check_fields('allocation', utils.patched_roots(patch))
-    lease_changed, lease_end = _lease_of_patch(patch)
+    lease_changed, lease_end = leases.lease_of_patch(
+        [op for op in patch if op['path'] in LEASE_PATHS])
     patch = [op for op in patch if op['path'] not in LEASE_PATHS]
     for op in patch:
         root = utils.decode_pointer_segment(op['path'].split('/')[1])

@@ -50,7 +50,7 @@ FIELDS = ('uuid', 'name', 'state', 'owner', 'last_error', 'explanation',
           'members', 'expires_at', 'created_at', 'updated_at', 'links')
 
 # What a PATCH may change: the group's lease, which is its members'.
-LEASE_PATHS = ('/expires_at', '/ttl')
+LEASE_PATHS = leases.PATHS
 
 # What a POST body may hold.
 CREATE_FIELDS = frozenset(['name', 'members', 'ttl', 'expires_at'])
@@ -327,7 +327,6 @@ def _lease_of_patch(patch):
     if not isinstance(patch, list) or not patch:
         raise exception.Invalid('A JSON patch (a non-empty list of '
                                 'operations) is required.')
-    changed, end = False, None
     for op in patch:
         if not isinstance(op, dict) or not isinstance(op.get('path'), str):
             raise exception.Invalid('A JSON patch operation is an object '
@@ -341,23 +340,7 @@ def _lease_of_patch(patch):
             raise exception.Invalid(
                 'Cannot %s %s: the lease is replaced or removed.'
                 % (utils.quoted(op.get('op')), op['path']))
-        if op['op'] == 'remove':
-            if op['path'] == '/ttl':
-                raise exception.Invalid(
-                    'Cannot remove /ttl: it is write-only; remove '
-                    '/expires_at to end the lease\'s expiry.')
-            changed, end = True, None
-            continue
-        if op.get('value') is None:
-            raise exception.Invalid(
-                'A value is required to %s %s (remove /expires_at for no '
-                'expiry).' % (op['op'], op['path']))
-        if op['path'] == '/ttl':
-            end = leases.lease_end(ttl=op['value'])
-        else:
-            end = leases.lease_end(expires_at=op['value'])
-        changed = True
-    return changed, end
+    return leases.lease_of_patch(patch)
 
 
 def _check_lease_allowed(spec, members=()):

@@ -12,6 +12,7 @@ import datetime
 
 from oslo_utils import timeutils
 from oslo_utils import versionutils
+from wsme import types as wtypes
 
 from ironic_alloc import api
 from ironic_alloc.api.controllers.v1 import utils
@@ -82,6 +83,41 @@ def parse_expires_at(value):
         raise exception.Invalid(
             'Invalid expires_at %s: an ISO 8601 date and time (UTC) is '
             'expected.' % utils.quoted(value))
+
+
+PATHS = ('/expires_at', '/ttl')
+"""The paths of a PATCH that change a hold's lease"""
+
+
+def lease_of_patch(ops):
+    """The lease operations of a PATCH (paths of PATHS), applied in order.
+
+    :returns: (whether the lease changes, its new end or None for none).
+    :raises: Invalid (400).
+    """
+    changed, end = False, None
+    for op in ops:
+        if op['op'] not in ('add', 'replace', 'remove'):
+            raise exception.Invalid(
+                'Cannot %s %s: the lease is replaced or removed.'
+                % (op['op'], op['path']))
+        if op['op'] == 'remove':
+            if op['path'] == '/ttl':
+                raise exception.Invalid(
+                    'Cannot remove /ttl: it is write-only; remove '
+                    '/expires_at to end the lease\'s expiry.')
+            changed, end = True, None
+            continue
+        if op.get('value', wtypes.Unset) in (wtypes.Unset, None):
+            raise exception.Invalid(
+                'A value is required to %s %s (remove /expires_at for no '
+                'expiry).' % (op['op'], op['path']))
+        if op['path'] == '/ttl':
+            end = lease_end(ttl=op['value'])
+        else:
+            end = lease_end(expires_at=op['value'])
+        changed = True
+    return changed, end
 
 
 def lease_end(ttl=None, expires_at=None):

@@ -18,10 +18,13 @@
 #                      (default: the one of ironic-alloc-api on PATH, else
 #                      .venv/bin of this repository)
 #   EXTRA_CONF=        a file appended to the generated configuration
+#   CLUSTER_NAME=ironic_alloc_cluster
+#                      the database and RabbitMQ vhost, so that two clusters
+#                      (each with its own WORKDIR and BASE_PORT) can run at once
 #
 # "start" installs (apt-get, as root) and starts rabbitmq-server and the
 # database server when they are missing, creates the database
-# ironic_alloc_cluster, the RabbitMQ vhost ironic_alloc_cluster and the
+# $CLUSTER_NAME, the RabbitMQ vhost $CLUSTER_NAME and the
 # user ironic_alloc (password ironic_alloc on both), writes
 # $WORKDIR/ironic-alloc.conf, runs ironic-alloc-dbsync upgrade and starts
 # the processes.  "stop" stops the processes (SIGTERM, then SIGKILL after
@@ -35,7 +38,7 @@ BASE_PORT=${BASE_PORT:-6385}
 CONDUCTORS=${CONDUCTORS:-3}
 DB=${DB:-postgresql}
 WORKDIR=${WORKDIR:-$HOME/.local/state/ironic-alloc-cluster}
-NAME=ironic_alloc_cluster
+NAME=${CLUSTER_NAME:-ironic_alloc_cluster}
 DB_USER=ironic_alloc
 DB_PW=ironic_alloc
 CONF=$WORKDIR/ironic-alloc.conf

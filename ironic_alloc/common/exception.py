@@ -312,6 +312,17 @@ class AllocationGroupCommitFailed(Conflict):
         self.node_id = node_id
 
 
+class AllocationGroupClaimRefused(Conflict):
+    """The allocation backend refused the claims of a solved group; it
+    holds none of them.  ``node_ids`` are the nodes it could not have
+    (the group may be solved again without them)."""
+    _msg_fmt = '%(reason)s'
+
+    def __init__(self, message=None, node_ids=(), **kwargs):
+        super().__init__(message, **kwargs)
+        self.node_ids = set(node_ids)
+
+
 class ReservationRequired(Conflict):
     _msg_fmt = ('Node %(node)s is held by reservation %(reservation)s: a '
                 'deploy of it must name that reservation in the node\'s '

@@ -8,11 +8,15 @@ members is solved as a whole (``group_solver``), and the result is
 written by one transaction (db api ``commit_allocation_group``), whose
 guards are the reservation's: a node changed since the search rolls
 everything back, and the group is solved again without it, a bounded
-number of times.  Every write is conditional on the group still being
+number of times.  Before the commit the backend claims the plan outside
+the database, all or nothing (``claim_group``: the Placement backend's
+one POST /allocations), and undoes that claim when the commit does not
+happen; a refused claim is solved again without the refused nodes.  Every write is conditional on the group still being
 allocating and owned by this conductor.
 """
 
 from oslo_log import log
+from oslo_utils import excutils
 from oslo_utils import uuidutils
 
 from ironic_alloc.common import exception
@@ -43,10 +47,6 @@ def do_allocate_group(context, group_id, conductor_id, backend):
     if (group.state != states.GROUP_ALLOCATING
             or group.conductor_affinity != conductor_id):
         return None
-    refused = backend.groups_refused()
-    if refused:
-        _fail(group, conductor_id, refused)
-        return None
     rows = {allocation.uuid: allocation
             for allocation, _node_uuid in group.members()}
     spec = group.spec or {}
@@ -66,20 +66,40 @@ def do_allocate_group(context, group_id, conductor_id, backend):
                 if member['kind'] == states.MEMBER_HANDOVER}
     retries = CONF.allocation.group_retries
     for attempt in range(retries + 1):
-        candidates = _candidates(criteria, excluded)
+        candidates = _candidates(context, criteria, excluded, backend)
         solution = group_solver.solve(candidates)
         if solution.unmatched:
             _fail_unmatched(group, conductor_id, solution, criteria)
             return None
         plan = _plan(spec, rows, criteria, solution.assignment)
         try:
+            claims = backend.claim_group(context, plan, rows)
+        except exception.AllocationGroupClaimRefused as exc:
+            if not exc.node_ids or attempt == retries:
+                _fail(group, conductor_id, 'The group could not be '
+                      'claimed: %s' % exc)
+                return None
+            LOG.info('Allocation group %(group)s: %(error)s; solving again '
+                     'without those nodes', {'group': group.uuid,
+                                             'error': exc})
+            excluded.update(exc.node_ids)
+            continue
+        except exception.AllocationBackendFailed as exc:
+            _fail(group, conductor_id, str(exc))
+            return None
+        try:
             dbapi.commit_allocation_group(group.id, conductor_id, plan,
                                           allocations.DEALLOCATION_STATES)
         except exception.AllocationGroupLost:
             LOG.info('Allocation group %s was deleted or taken over while '
                      'being processed', group.uuid)
+            # NOTE: a new owner's claim finds these claims and drops
+            # them; undoing them here could undo that owner's own.
+            if not _taken_over(context, group.id, conductor_id):
+                backend.release_group_claims(claims)
             return None
         except exception.AllocationGroupCommitFailed as exc:
+            backend.release_group_claims(claims)
             if exc.node_id is None or attempt == retries:
                 _fail(group, conductor_id, 'The group could not be '
                       'committed: %s' % exc)
@@ -89,6 +109,11 @@ def do_allocate_group(context, group_id, conductor_id, backend):
                                            'error': exc})
             excluded.add(exc.node_id)
             continue
+        except Exception:
+            # NOTE: a database error: the claims go before the error
+            # does (the re-drive solves the group again).
+            with excutils.save_and_reraise_exception():
+                backend.release_group_claims(claims)
         LOG.info('Allocation group %(group)s is active: %(count)d members',
                  {'group': group.uuid, 'count': len(spec)})
         _notify_processed(context, group, 'success')
@@ -96,11 +121,31 @@ def do_allocate_group(context, group_id, conductor_id, backend):
     return None
 
 
-def _candidates(criteria, excluded):
+def _candidates(context, criteria, excluded, backend):
     """{member uuid: candidate node ids}: up to m per member (m = the
     number of members searching), which is enough for a complete
     assignment: a member with m candidates always keeps one whatever
-    the other m - 1 take."""
+    the other m - 1 take.  Nodes the backend knows it cannot claim are
+    left out (added to ``excluded``) and the search made again."""
+    while True:
+        found = _search(criteria, excluded)
+        unclaimable = backend.unclaimable(
+            context, {i for ids in found.values() for i in ids})
+        if not unclaimable:
+            return found
+        excluded.update(unclaimable)
+
+
+def _taken_over(context, group_id, conductor_id):
+    try:
+        group = group_obj.AllocationGroup.get(context, id=group_id)
+    except exception.AllocationGroupNotFound:
+        return False
+    return (group.state == states.GROUP_ALLOCATING
+            and group.conductor_affinity != conductor_id)
+
+
+def _search(criteria, excluded):
     wanted = len(criteria)
     found = {}
     for uuid, member_criteria in criteria.items():

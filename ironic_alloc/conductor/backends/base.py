@@ -91,10 +91,31 @@ class AllocationBackend(metaclass=abc.ABCMeta):
     def node_id_changed(self, node_id):
         """node_changed() for a node known by its id."""
 
-    def groups_refused(self):
-        """Why this backend cannot process allocation groups (the
-        group's last_error), or None when it can."""
+    # Allocation groups (conductor/groups.py)
+
+    def unclaimable(self, context, node_ids):
+        """The nodes among ``node_ids`` (candidates of a group) that the
+        backend knows it could not claim now; a group's search skips
+        them."""
+        return set()
+
+    def claim_group(self, context, plan, rows):
+        """Claim outside the database, all or nothing, what a solved
+        group's plan gives (groups._plan): new members' nodes, hand-overs
+        and releases.  Called before the group's database commit.
+
+        :param rows: {member uuid: allocation} of the new and hand-over
+            members.
+        :returns: an opaque value for release_group_claims(), or None.
+        :raises: AllocationGroupClaimRefused (nothing claimed; the group
+            may be solved again without its ``node_ids``),
+            AllocationBackendFailed.
+        """
         return None
+
+    def release_group_claims(self, claims):
+        """Undo claim_group() when the commit did not happen, restoring
+        what was held before.  Never raises."""
 
     def node_reserved(self, node_id):
         """reserve() reserved this node for an allocation: it is no longer

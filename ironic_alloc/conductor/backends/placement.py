@@ -2,7 +2,8 @@
 OpenStack Placement; an allocation's candidates come from the database
 backend's matcher, each is claimed in Placement and then reserved in the
 database like with the database backend (``placement_claims``,
-``placement_sync``)."""
+``placement_sync``); an allocation group's claims are one POST
+/allocations before its commit (``placement_groups``)."""
 
 import threading
 
@@ -14,6 +15,7 @@ from ironic_alloc.common import exception
 from ironic_alloc.common import placement
 from ironic_alloc.conductor.backends import base
 from ironic_alloc.conductor.backends import placement_claims
+from ironic_alloc.conductor.backends import placement_groups
 from ironic_alloc.conductor.backends import placement_microversions
 from ironic_alloc.conductor.backends import placement_sync
 from ironic_alloc.conf import allocation as allocation_conf
@@ -124,6 +126,24 @@ class PlacementBackend(base.AllocationBackend):
                         'other consumers (%s)' % shown)
         return super().explain(criteria)
 
+    # Allocation groups
+
+    def unclaimable(self, context, node_ids):
+        if not node_ids or not len(self.foreign_holds):
+            return set()
+        uuids = node_obj.Node.uuids_by_id(context, node_ids)
+        return {node_id for node_id, uuid in uuids.items()
+                if uuid in self.foreign_holds}
+
+    def claim_group(self, context, plan, rows):
+        return placement_groups.claim(context, self.client,
+                                      self.foreign_holds,
+                                      self.synced_providers, plan, rows)
+
+    def release_group_claims(self, claims):
+        if claims is not None:
+            placement_groups.restore(self.client, claims)
+
     # Keeping Placement in step
 
     def sync_all(self):
@@ -164,14 +184,6 @@ class PlacementBackend(base.AllocationBackend):
     def node_id_changed(self, node_id):
         # NOTE: the uuid is read on the sync thread, not the caller's.
         self._submit(self._sync_node_id, node_id)
-
-    def groups_refused(self):
-        # NOTE: the group's claims in Placement (one POST /allocations)
-        # are not made by this release: without them the nodes a group
-        # holds would look free in Placement.
-        return ('Allocation groups need the database allocation backend '
-                'in this release ([allocation]backend = database); this '
-                'deployment uses Placement.')
 
     def node_reserved(self, node_id):
         """Nothing to write: the allocation's claim holds the provider's

@@ -311,20 +311,8 @@ class _Claimer:
         return False
 
     def _held_by_others(self, provider_uuid):
-        """Whether another consumer holds the provider; one that is not an
-        allocation of ours in progress is remembered in ``holds``."""
-        consumers = consumers_of(self.client, provider_uuid)
-        consumers.discard(self.allocation.uuid)
-        if not consumers:
-            return False
-        if not any(_in_progress(self.context, consumer)
-                   for consumer in consumers):
-            LOG.info('Node %(node)s is held in Placement by %(consumers)s; '
-                     'it is skipped until the next full pass',
-                     {'node': provider_uuid,
-                      'consumers': ', '.join(sorted(consumers))})
-            self.holds.add(provider_uuid)
-        return True
+        return bool(other_holders(self.context, self.client, self.holds,
+                                  provider_uuid, {self.allocation.uuid}))
 
     def _repair_and_claim(self, provider_uuid):
         """Sync a provider that lags behind its node, then claim it once
@@ -351,7 +339,7 @@ class _Claimer:
             # NOTE: a conductor that took the allocation over works with
             # the same consumer: its claim is left alone.  A deleted
             # allocation's claim goes now (or with the full pass).
-            if _allocation_by_uuid(self.context,
+            if allocation_by_uuid(self.context,
                                    self.allocation.uuid) is None:
                 release_quietly(self.client, self.allocation.uuid)
             raise
@@ -372,6 +360,21 @@ class _Claimer:
             release(self.client, self.allocation.uuid)
 
 
+def other_holders(context, client, holds, provider_uuid, ours):
+    """The consumers other than ``ours`` that hold a provider; when none
+    of them is an allocation of ours in progress, the provider is
+    remembered in ``holds`` (the conductor's ForeignHolds)."""
+    consumers = consumers_of(client, provider_uuid) - set(ours)
+    if consumers and not any(_in_progress(context, consumer)
+                             for consumer in consumers):
+        LOG.info('Node %(node)s is held in Placement by %(consumers)s; '
+                 'it is skipped until the next full pass',
+                 {'node': provider_uuid,
+                  'consumers': ', '.join(sorted(consumers))})
+        holds.add(provider_uuid)
+    return consumers
+
+
 def _node_by_uuid(context, node_uuid):
     try:
         return node_obj.Node.get_by_uuid(context, node_uuid)
@@ -382,7 +385,7 @@ def _node_by_uuid(context, node_uuid):
 def _in_progress(context, allocation_uuid):
     """Whether ``allocation_uuid`` is an allocation of ours that is being
     processed or holds its node."""
-    allocation = _allocation_by_uuid(context, allocation_uuid)
+    allocation = allocation_by_uuid(context, allocation_uuid)
     return allocation is not None and allocation.state in (
         states.ALLOCATING, states.ALLOCATION_ACTIVE)
 
@@ -568,7 +571,7 @@ def _release_stale_on(context, client, provider_uuid, node):
     released = 0
     foreign = False
     for consumer in consumers_of(client, provider_uuid):
-        allocation = _allocation_by_uuid(context, consumer)
+        allocation = allocation_by_uuid(context, consumer)
         if allocation is not None and (
                 allocation.state == states.ALLOCATING
                 or (allocation.state == states.ALLOCATION_ACTIVE
@@ -588,7 +591,7 @@ def _release_stale_on(context, client, provider_uuid, node):
     return released, foreign
 
 
-def _allocation_by_uuid(context, allocation_uuid):
+def allocation_by_uuid(context, allocation_uuid):
     try:
         return allocation_obj.Allocation.get_by_uuid(context,
                                                      allocation_uuid)

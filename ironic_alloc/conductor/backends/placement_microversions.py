@@ -21,6 +21,9 @@ CALLS = (
      'consumer generation (1.28: null for a new consumer) and consumer '
      'type (1.38)'),
     ('DELETE', '/allocations/{consumer}', '1.0', 'release a claim'),
+    ('POST', '/allocations', '1.38',
+     'an allocation group\'s claims in one request: consumer generations '
+     '(1.28), consumer type (1.38)'),
     ('GET', '/resource_providers', '1.4',
      'member_of (1.3) and resources (1.4) filters'),
     ('POST', '/resource_providers', '1.23',

@@ -1,7 +1,7 @@
 """Allocation groups processed by real in-process conductors: the commit's
 guards (all or nothing when a node changed underneath), solving again
-without that node, the Placement backend's refusal, re-drive of a group
-whose cast was lost and take-over of a dead conductor's group.
+without that node, re-drive of a group whose cast was lost and take-over
+of a dead conductor's group.
 """
 
 import time
@@ -13,7 +13,6 @@ from ironic_alloc.common import exception
 from ironic_alloc.common import states
 from ironic_alloc.conductor import allocations
 from ironic_alloc.conductor.backends import database as database_backend
-from ironic_alloc.conductor.backends import placement as placement_backend
 from ironic_alloc.conductor import groups
 from ironic_alloc.db import api as db_api
 from ironic_alloc.objects import allocation as allocation_obj
@@ -156,22 +155,6 @@ class TestCommit(test_allocations.AllocationTestCase):
             database_backend.DatabaseBackend())
         self.assertEqual(6, len(held))
         self.assertEqual([sorted(held)], planned)
-
-
-class TestBackends(test_allocations.AllocationTestCase):
-
-    def test_placement_backend_fails_the_group_at_once(self):
-        utils.make_available_node(self.context)
-        group = make_group(self.context, self.me, 1)
-        backend = placement_backend.PlacementBackend.__new__(
-            placement_backend.PlacementBackend)
-        self.assertIsNone(groups.do_allocate_group(
-            self.context, group.id, self.me, backend))
-        failed = group_obj.AllocationGroup.get(self.context, id=group.id)
-        self.assertEqual(states.GROUP_ERROR, failed.state)
-        self.assertIn('database allocation backend', failed.last_error)
-        self.assertEqual({states.ALLOCATION_ERROR},
-                         {a.state for a, _n in failed.members()})
 
 
 class TestRedriveAndTakeOver(test_allocations.AllocationTestCase):

@@ -64,12 +64,16 @@ def do_allocate_group(context, group_id, conductor_id, backend):
     # hand-over's source was deleted meanwhile.
     excluded = {member['node_id'] for member in spec.values()
                 if member['kind'] == states.MEMBER_HANDOVER}
+    # The nodes the backend refused or knows it cannot claim.
+    unclaimable = set()
     retries = CONF.allocation.group_retries
     for attempt in range(retries + 1):
-        candidates = _candidates(context, criteria, excluded, backend)
+        candidates = _candidates(context, criteria, excluded, backend,
+                                 unclaimable)
         solution = group_solver.solve(candidates)
         if solution.unmatched:
-            _fail_unmatched(group, conductor_id, solution, criteria)
+            _fail_unmatched(group, conductor_id, solution, criteria,
+                            backend if unclaimable else None)
             return None
         plan = _plan(spec, rows, criteria, solution.assignment)
         try:
@@ -83,6 +87,7 @@ def do_allocate_group(context, group_id, conductor_id, backend):
                      'without those nodes', {'group': group.uuid,
                                              'error': exc})
             excluded.update(exc.node_ids)
+            unclaimable.update(exc.node_ids)
             continue
         except exception.AllocationBackendFailed as exc:
             _fail(group, conductor_id, str(exc))
@@ -121,19 +126,21 @@ def do_allocate_group(context, group_id, conductor_id, backend):
     return None
 
 
-def _candidates(context, criteria, excluded, backend):
+def _candidates(context, criteria, excluded, backend, unclaimable):
     """{member uuid: candidate node ids}: up to m per member (m = the
     number of members searching), which is enough for a complete
     assignment: a member with m candidates always keeps one whatever
     the other m - 1 take.  Nodes the backend knows it cannot claim are
-    left out (added to ``excluded``) and the search made again."""
+    left out (added to ``excluded`` and ``unclaimable``) and the search
+    made again."""
     while True:
         found = _search(criteria, excluded)
-        unclaimable = backend.unclaimable(
+        skipped = backend.unclaimable(
             context, {i for ids in found.values() for i in ids})
-        if not unclaimable:
+        if not skipped:
             return found
-        excluded.update(unclaimable)
+        excluded.update(skipped)
+        unclaimable.update(skipped)
 
 
 def _taken_over(context, group_id, conductor_id):
@@ -187,19 +194,25 @@ def _plan(spec, rows, criteria, assignment):
     return plan
 
 
-def _fail_unmatched(group, conductor_id, solution, criteria):
+def _fail_unmatched(group, conductor_id, solution, criteria, backend=None):
     """Fail a group some member of which got no node, naming the first
     such member with its funnel (and, when nodes match it, the members
-    it competes with for too few nodes)."""
+    it competes with for too few nodes, or, given the ``backend`` that
+    refused nodes, its sentence on why).
+    """
     member = solution.unmatched[0]
     funnel = allocations.explain(criteria[member])
     conflict = solution.conflict
-    if funnel['matching_nodes'] and conflict is not None:
-        others = sorted(str(m) for m in conflict.members if m != member)
+    # NOTE: a member left with no candidate at all competes with nobody.
+    others = sorted(str(m) for m in (conflict.members if conflict else ())
+                    if m != member)
+    if funnel['matching_nodes'] and others:
         why = ('it and member(s) %s can only use %d node(s) between them'
                % (', '.join(others), len(conflict.nodes)))
     elif funnel['matching_nodes']:
         why = 'the nodes that match it are taken'
+        if backend is not None:
+            why += ' (%s)' % backend.explain(criteria[member])
     else:
         why = 'no node matches it'
     reason = ('Member %s could not be given a node: %s. %s'

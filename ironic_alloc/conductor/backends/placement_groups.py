@@ -154,8 +154,8 @@ class _GroupClaim:
         return rc
 
     def send(self):
-        """POST the claims, again after a generation conflict or a
-        provider Placement did not know yet.
+        """POST the claims, again after a generation conflict, or once
+        more after syncing providers Placement did not know or offer yet.
 
         :returns: GroupClaims.
         :raises: AllocationGroupClaimRefused, Placement errors.
@@ -173,23 +173,40 @@ class _GroupClaim:
                 # not know yet: it lags behind our database.
                 if exc.status != 400 or synced:
                     raise
-                synced = True
-                for provider in self.claimant:
-                    placement_sync.sync_node(self.context, self.client,
-                                             provider, self.synced)
+                refusal = exc
             except exception.PlacementConflict as exc:
                 if exc.error_code == placement.CONCURRENT_UPDATE:
                     LOG.debug('Group claim raced (attempt %(n)d): %(exc)s',
                               {'n': attempt, 'exc': exc})
                     self.drop_leftovers()
                     continue
-                self._refused(exc)
+                self._held_by_others()
+                if synced:
+                    raise exception.AllocationGroupClaimRefused(
+                        reason='Placement refused the claims of the group: '
+                               '%s' % exc) from None
+                refusal = exc
+            # NOTE: nothing else holds the providers, yet Placement refused
+            # them: a provider reserved, missing or without the class in a
+            # Placement that lags behind our database.  Synced now, the
+            # claims are sent once more.
+            LOG.info('Placement refused the claims of a group (%s); '
+                     'syncing its nodes', refusal)
+            synced = True
+            for provider in sorted(self.claimant):
+                placement_sync.sync_node(self.context, self.client,
+                                         provider, self.synced)
         raise exception.AllocationGroupClaimRefused(
             reason='Placement kept refusing the claims of the group as '
                    'changed underneath.')
 
-    def _refused(self, exc):
-        """A capacity refusal: which providers other consumers hold."""
+    def _held_by_others(self):
+        """After a capacity refusal: the providers other consumers hold
+        (remembered as foreign holds when those are not allocations of
+        ours in progress).
+
+        :raises: AllocationGroupClaimRefused naming them, when there are.
+        """
         taken = {}
         for provider, member in sorted(self.claimant.items()):
             # NOTE: the source of a hand-over holds its unit until the
@@ -202,15 +219,7 @@ class _GroupClaim:
             if others:
                 taken[provider] = (member, others)
         if not taken:
-            # NOTE: nothing else holds them: a provider reserved or
-            # missing its class in a Placement that lags behind our
-            # database.  Synced now, the group is solved again.
-            for provider in self.claimant:
-                placement_sync.sync_node(self.context, self.client,
-                                         provider, self.synced)
-            raise exception.AllocationGroupClaimRefused(
-                reason='Placement refused the claims of the group: %s'
-                       % exc)
+            return
         node_ids = {node_id for node_id, uuid in self.node_uuids.items()
                     if uuid in taken}
         provider, (member, others) = sorted(taken.items())[0]

@@ -125,6 +125,17 @@ class TestGroups(test_api_allocation_groups._GroupTestCase,
         self.assertEqual('error', group['state'])
         self.assertEqual({n3.uuid: 1}, self.claims(swapped))
         self.assertEqual({}, self.claims(again))
+        # n2, released by the swap, is still reserved in Placement (the
+        # full pass above found it held): the refused claim syncs it and
+        # is sent again.
+        inventory = self.client.get('/resource_providers/%s/inventories'
+                                    % web['node_uuid'])['inventories']
+        self.assertEqual(1, inventory['CUSTOM_GOLD']['reserved'])
+        late = _uuid()
+        group = self.created({late: {'resource_class': 'gold',
+                                     'candidate_nodes': ['n2']}})
+        self.assertEqual('active', group['state'], group)
+        self.assertEqual({web['node_uuid']: 1}, self.claims(late))
         self.assertAgree()
 
     def test_foreign_consumer(self):

@@ -506,5 +506,5 @@ class AllocationGroupsController(rest.RestController):
         group_obj.notify(api.request.context, group, 'delete', 'success',
                          notifications.API_SERVICE)
         # NOTE: what a backend keeps outside the database for the members
-        # is repaired by its periodic work (a group never claims outside
-        # it in this release).
+        # (the Placement backend's claims) is released by its periodic
+        # work: no conductor takes part in this delete.

@@ -136,7 +136,7 @@ def _candidates(context, criteria, excluded, backend, unclaimable):
     while True:
         found = _search(criteria, excluded)
         skipped = backend.unclaimable(
-            context, {i for ids in found.values() for i in ids})
+            context, sorted({i for ids in found.values() for i in ids}))
         if not skipped:
             return found
         excluded.update(skipped)

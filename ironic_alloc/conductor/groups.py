@@ -11,8 +11,9 @@ everything back, and the group is solved again without it, a bounded
 number of times.  Before the commit the backend claims the plan outside
 the database, all or nothing (``claim_group``: the Placement backend's
 one POST /allocations), and undoes that claim when the commit does not
-happen; a refused claim is solved again without the refused nodes.  Every write is conditional on the group still being
-allocating and owned by this conductor.
+happen; a refused claim is solved again without the refused nodes.
+Every write is conditional on the group still being allocating and
+owned by this conductor.
 """
 
 from oslo_log import log

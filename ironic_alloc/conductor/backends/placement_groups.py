@@ -83,8 +83,10 @@ class _GroupClaim:
         node_ids = ([m['node_id'] for m in plan['new']]
                     + [m['node_id'] for m in plan['handovers']])
         self.node_uuids = node_obj.Node.uuids_by_id(context, node_ids)
-        # {member: generation sent for it}: null until a refusal shows
-        # the consumer exists, empty (placement_claims._Claimer).
+        # {member: the consumer generation sent for it}: null (a new
+        # consumer), or 0 once a refusal suggests the empty record an
+        # earlier refused request left, as placement_claims._Claimer
+        # tries.
         self.generations = {}
         # {provider: the member claiming it}
         self.claimant = {}

@@ -96,44 +96,39 @@ class TakeOver:
                           'take them over after the heartbeat timeout')
 
     def _hand_back_allocations(self, me):
-        left = self.dbapi.get_allocating_ids(me)
-        if not left:
-            return
-        peers = [c for c in self._registration.alive_conductors()
-                 if c.id != me]
-        if not peers:
-            LOG.warning('%d allocations stay with this stopped '
-                        'conductor: no live peer to hand them to; they '
-                        'resume when it restarts or a peer takes them '
-                        'over', len(left))
-            return
         client = rpcapi.ConductorAPI()
-        for allocation_id in left:
-            peer = random.choice(peers)
-            if self.dbapi.take_over_allocation(allocation_id, me,
-                                               peer.id):
-                client.create_allocation(self.context, allocation_id,
-                                         peer.hostname)
-        LOG.info('Handed %d unfinished allocations to live peers',
-                 len(left))
+        self._hand_back(me, 'allocations',
+                        self.dbapi.get_allocating_ids(me),
+                        self.dbapi.take_over_allocation,
+                        client.create_allocation)
 
     def _hand_back_groups(self, me):
-        left = self.dbapi.get_allocating_group_ids(me)
+        client = rpcapi.ConductorAPI()
+        self._hand_back(me, 'allocation groups',
+                        self.dbapi.get_allocating_group_ids(me),
+                        self.dbapi.take_over_allocation_group,
+                        client.create_allocation_group)
+
+    def _hand_back(self, me, what, left, take_over, wake):
+        """Give each row of ``left`` to a random live peer: the guarded
+        ``take_over`` moves it (a peer that took it already wins), then
+        ``wake`` casts to the new owner."""
         if not left:
             return
         peers = [c for c in self._registration.alive_conductors()
                  if c.id != me]
         if not peers:
+            LOG.warning('%(count)d %(what)s stay with this stopped '
+                        'conductor: no live peer to hand them to; they '
+                        'resume when it restarts or a peer takes them '
+                        'over', {'count': len(left), 'what': what})
             return
-        client = rpcapi.ConductorAPI()
-        for group_id in left:
+        for row_id in left:
             peer = random.choice(peers)
-            if self.dbapi.take_over_allocation_group(group_id, me,
-                                                     peer.id):
-                client.create_allocation_group(self.context, group_id,
-                                               peer.hostname)
-        LOG.info('Handed %d unfinished allocation groups to live peers',
-                 len(left))
+            if take_over(row_id, me, peer.id):
+                wake(self.context, row_id, peer.hostname)
+        LOG.info('Handed %(count)d unfinished %(what)s to live peers',
+                 {'count': len(left), 'what': what})
 
     def release_dead_locks(self):
         """Release the node locks held by dead conductors."""

@@ -4,6 +4,7 @@ without that node, re-drive of a group whose cast was lost and take-over
 of a dead conductor's group.
 """
 
+import logging
 import time
 
 import fixtures
@@ -14,12 +15,16 @@ from ironic_alloc.common import states
 from ironic_alloc.conductor import allocations
 from ironic_alloc.conductor.backends import database as database_backend
 from ironic_alloc.conductor import groups
+from ironic_alloc.conductor import registration
+from ironic_alloc.conductor import takeover
 from ironic_alloc.db import api as db_api
 from ironic_alloc.objects import allocation as allocation_obj
 from ironic_alloc.objects import allocation_group as group_obj
 from ironic_alloc.objects import conductor as conductor_obj
+from ironic_alloc.tests import base
 from ironic_alloc.tests.functional.conductor import test_allocations
 from ironic_alloc.tests.functional.conductor import utils
+from ironic_alloc.tests.functional import fixtures as ia_fixtures
 
 dbapi = db_api.get_instance()
 
@@ -192,3 +197,54 @@ class TestRedriveAndTakeOver(test_allocations.AllocationTestCase):
             {allocation_obj.Allocation.get_by_id(self.context, a.id).state
              for a in members})
         self.assertInvariant()
+
+
+class TestHandBack(test_allocations.AllocationTestCase):
+
+    def test_clean_stop_hands_groups_to_peer(self):
+        for _ in range(4):
+            utils.make_available_node(self.context)
+        leaving = ia_fixtures.ConductorFixture(
+            host='leaving-host', allocation_redrive_interval=3600)
+        leaving.setUp()
+        leaving_id = leaving.service.conductor.id
+        # Its start-up re-drive pass must be over, or it would simply do
+        # the work itself before stopping.
+        for _ in range(500):
+            if any(w.runs for w in
+                   leaving.service.periodic_tasks.watchers()):
+                break
+            time.sleep(0.01)
+        ids = [make_group(self.context, leaving_id, 2).id for _ in range(2)]
+        leaving.cleanUp()  # graceful stop: hand back to us
+        for group_id in ids:
+            done = wait_for_group(self.context, group_id, timeout=15)
+            self.assertEqual(states.GROUP_ACTIVE, done.state)
+            self.assertEqual(self.me, done.conductor_affinity)
+            self.assertEqual(
+                {(states.ALLOCATION_ACTIVE, self.me)},
+                {(a.state, a.conductor_affinity)
+                 for a, _n in done.members()})
+        self.assertInvariant()
+
+
+class TestHandBackAlone(base.DbTestCase):
+    """A stopping conductor alone: its groups and allocations stay with it
+    (a restart or a take-over resumes them), and the log says so."""
+
+    def test_no_live_peer(self):
+        logged = self.useFixture(fixtures.FakeLogger(
+            name='ironic_alloc.conductor.takeover', level=logging.INFO))
+        alone = registration.Registration('alone-host', None)
+        alone.register()
+        group = make_group(self.context, alone.id, 1)
+        allocation = utils.make_allocation(self.context, alone.id)
+        takeover.TakeOver(alone, None).hand_back()
+        self.assertIn('1 allocation groups stay with this stopped '
+                      'conductor: no live peer', logged.output)
+        self.assertIn('1 allocations stay with this stopped conductor',
+                      logged.output)
+        self.assertEqual(alone.id, group_obj.AllocationGroup.get(
+            self.context, id=group.id).conductor_affinity)
+        self.assertEqual(alone.id, allocation_obj.Allocation.get_by_id(
+            self.context, allocation.id).conductor_affinity)

@@ -3,7 +3,6 @@ allocation groups, changes to many allocations that commit together or
 not at all."""
 
 import json
-import logging
 import time
 import uuid
 
@@ -12,8 +11,6 @@ from osc_lib import exceptions
 
 from ironic_alloc.cli import client
 from ironic_alloc.cli.v1 import utils
-
-LOG = logging.getLogger(__name__)
 
 FIELDS = ('uuid', 'name', 'state', 'owner', 'last_error', 'explanation',
           'expires_at', 'members', 'created_at', 'updated_at')
@@ -251,18 +248,6 @@ class DeleteAllocationGroup(command.Command):
         return parser
 
     def take_action(self, parsed_args):
-        api = utils.api_client(self)
-        failed = 0
-        for group in parsed_args.groups:
-            try:
-                api.delete_allocation_group(group)
-            except client.ClientError as exc:
-                failed += 1
-                LOG.error('Failed to delete allocation group %s: %s',
-                          group, exc)
-            else:
-                LOG.info('Deleted allocation group %s', group)
-        if failed:
-            raise exceptions.CommandError(
-                '%d of %d allocation groups could not be deleted'
-                % (failed, len(parsed_args.groups)))
+        utils.delete_each(parsed_args.groups,
+                          utils.api_client(self).delete_allocation_group,
+                          'allocation group', 'allocation groups')

@@ -1,14 +1,9 @@
 """``openstack baremetal reservation create/list/show/set/delete``."""
 
-import logging
-
 from osc_lib.command import command
-from osc_lib import exceptions
 
 from ironic_alloc.cli import client
 from ironic_alloc.cli.v1 import utils
-
-LOG = logging.getLogger(__name__)
 
 LIST_COLUMNS = ('uuid', 'node_uuid', 'instance_uuid', 'expires_at')
 """The columns of ``reservation list`` without --long or --fields"""
@@ -168,18 +163,6 @@ class DeleteReservation(command.Command):
         return parser
 
     def take_action(self, parsed_args):
-        api = utils.api_client(self)
-        failed = 0
-        for reservation in parsed_args.reservations:
-            try:
-                api.delete_reservation(reservation)
-            except client.ClientError as exc:
-                failed += 1
-                LOG.error('Failed to delete reservation %s: %s',
-                          reservation, exc)
-            else:
-                LOG.info('Deleted reservation %s', reservation)
-        if failed:
-            raise exceptions.CommandError(
-                '%d of %d reservations could not be deleted'
-                % (failed, len(parsed_args.reservations)))
+        utils.delete_each(parsed_args.reservations,
+                          utils.api_client(self).delete_reservation,
+                          'reservation', 'reservations')

@@ -1,8 +1,13 @@
 """What the commands of this plugin share."""
 
 import argparse
+import logging
 
 from osc_lib import exceptions
+
+from ironic_alloc.cli import client
+
+LOG = logging.getLogger(__name__)
 
 
 def add_lease_arguments(parser, what):
@@ -38,3 +43,25 @@ def fail(exc):
     """The command error of a failed API call: the service's message
     (and the reasons of a refused reservation), exit status 1."""
     return exceptions.CommandError(str(exc))
+
+
+def delete_each(names, delete, noun, plural):
+    """Call ``delete(name)`` for every name, logging each outcome, so that
+    one refusal does not stop the others; then a command error counting
+    the refusals, if any.
+
+    :param noun: what one deleted thing is called, in the messages
+        (``plural``: what several are called).
+    """
+    failed = 0
+    for name in names:
+        try:
+            delete(name)
+        except client.ClientError as exc:
+            failed += 1
+            LOG.error('Failed to delete %s %s: %s', noun, name, exc)
+        else:
+            LOG.info('Deleted %s %s', noun, name)
+    if failed:
+        raise exceptions.CommandError(
+            '%d of %d %s could not be deleted' % (failed, len(names), plural))

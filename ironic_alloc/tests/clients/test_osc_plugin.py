@@ -419,8 +419,17 @@ class TestAllocationGroupCommands(PluginTestCase):
         for member in group['members'][1:] + new:
             stderr = self.cli_error('allocation', 'show', member['uuid'])
             self.assertIn('404', stderr)
+        # One refusal does not stop the other deletions; it is counted.
+        missing = str(uuid.uuid4())
+        stderr = self.cli_error('allocation', 'group', 'delete', missing,
+                                *[group_['uuid'] for group_ in failed])
+        self.assertIn('1 of %d allocation groups could not be deleted'
+                      % (len(failed) + 1), stderr)
+        self.assertIn(missing, stderr)
         for group_ in failed:
-            self.cli('allocation', 'group', 'delete', group_['uuid'])
+            stderr = self.cli_error('allocation', 'group', 'show',
+                                    group_['uuid'])
+            self.assertIn('HTTP 404', stderr)
         stderr = self.cli_error('allocation', 'group', 'show', name)
         self.assertIn('HTTP 404', stderr)
 

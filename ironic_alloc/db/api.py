@@ -530,6 +530,11 @@ class Connection(metaclass=abc.ABCMeta):
         """The allocation rows of a group (with ``node_uuid``), by id."""
 
     @abc.abstractmethod
+    def get_allocation_groups_members(self, group_ids):
+        """{group id: its allocation rows (with ``node_uuid``), by id}
+        for every id of ``group_ids``, in one query."""
+
+    @abc.abstractmethod
     def get_allocation_group_list(self, filters=None, limit=None,
                                   marker=None):
         """A page of groups in id order; filters: state, owner."""

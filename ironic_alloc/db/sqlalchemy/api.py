@@ -1357,6 +1357,16 @@ class Connection(api.Connection):
             return conn.execute(stmts.GROUP_MEMBERS,
                                 {'group_id': group_id}).all()
 
+    def get_allocation_groups_members(self, group_ids):
+        members = {group_id: [] for group_id in group_ids}
+        if not members:
+            return members
+        with _connection_for_read() as conn:
+            for row in conn.execute(stmts.GROUPS_MEMBERS,
+                                    {'group_ids': list(members)}):
+                members[row.group_id].append(row)
+        return members
+
     def get_allocation_group_list(self, filters=None, limit=None,
                                   marker=None):
         filters = dict(filters or {})

@@ -687,6 +687,14 @@ GROUP_MEMBERS = sa.select(
 ).where(ALLOCATIONS.c.group_id == _bind('group_id', ALLOCATIONS.c.group_id)
         ).order_by(ALLOCATIONS.c.id)
 
+# The members of every group of "group_ids" (a page of a list), with
+# their nodes' UUIDs, by group then id.
+GROUPS_MEMBERS = sa.select(
+    ALLOCATIONS, _NODE_UUID_OF_ALLOCATION.label('node_uuid'),
+).where(ALLOCATIONS.c.group_id.in_(
+    sa.bindparam('group_ids', expanding=True))
+).order_by(ALLOCATIONS.c.group_id, ALLOCATIONS.c.id)
+
 # The state of the group of allocation "id" (None: no group).
 GROUP_STATE_OF_ALLOCATION = sa.select(GROUPS.c.uuid, GROUPS.c.state).where(
     GROUPS.c.id == ALLOCATIONS.c.group_id,

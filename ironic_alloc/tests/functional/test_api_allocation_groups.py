@@ -301,6 +301,56 @@ class TestGroupsOverHTTP(_GroupTestCase):
         self.assertEqual(404, self.call('GET', '/v1/allocation_groups/%s'
                                         % group['uuid'])[0])
 
+    def test_list_of_several_groups(self):
+        for name in ('n1', 'n2', 'n3', 'n4'):
+            utils.make_available_node(self.context, name=name)
+        single = self.allocate(candidate_nodes=['n4'])
+        active = self.created({_uuid(): {'resource_class': 'gold'}
+                               for _ in range(2)}, name='pair')
+        failed = self.created({_uuid(): {'resource_class': 'gold',
+                                         'traits': ['CUSTOM_MISSING']}})
+        swap = self.created({single['uuid']: {},
+                             _uuid(): {'resource_class': 'gold'}})
+        self.assertEqual(['active', 'error', 'active'],
+                         [g['state'] for g in (active, failed, swap)])
+        # The page reads the members of all its groups at once: each
+        # group is listed exactly as it is shown alone (members, their
+        # nodes and states), whatever page it is on.
+        shown = {}
+        for group in (active, failed, swap):
+            status, shown[group['uuid']] = self.call(
+                'GET', '/v1/allocation_groups/%s' % group['uuid'])
+            self.assertEqual(200, status)
+        status, page = self.call('GET', '/v1/allocation_groups')
+        self.assertEqual(200, status, page)
+        self.assertEqual([shown[u] for u in (active['uuid'],
+                                             failed['uuid'],
+                                             swap['uuid'])],
+                         page['allocation_groups'])
+        status, page = self.call('GET', '/v1/allocation_groups?limit=2')
+        self.assertEqual([shown[active['uuid']], shown[failed['uuid']]],
+                         page['allocation_groups'])
+        status, page = self.call('GET', '/v1/allocation_groups?marker=%s'
+                                 % failed['uuid'])
+        self.assertEqual([shown[swap['uuid']]], page['allocation_groups'])
+        status, page = self.call('GET',
+                                 '/v1/allocation_groups?state=error')
+        self.assertEqual([shown[failed['uuid']]], page['allocation_groups'])
+        status, page = self.call('GET', '/v1/allocation_groups'
+                                 '?fields=uuid,members&state=active')
+        self.assertEqual(
+            [{k: shown[u][k] for k in ('uuid', 'members', 'links')}
+             for u in (active['uuid'], swap['uuid'])],
+            page['allocation_groups'])
+        # Each group's members are its own, with their nodes.
+        self.assertEqual(2, len({m['node_uuid']
+                                 for m in shown[active['uuid']]['members']}))
+        self.assertEqual([None], [m['node_uuid'] for m in
+                                  shown[failed['uuid']]['members']])
+        self.assertEqual({'release': None, 'new': 'active'},
+                         {m['kind']: m['state']
+                          for m in shown[swap['uuid']]['members']})
+
     def test_member_of_allocating_group_cannot_be_deleted(self):
         # A group no live conductor works on stays allocating.
         group = group_obj.AllocationGroup(

@@ -2,8 +2,9 @@
 
 Counts the statements the real application sends to the test database
 (SQLAlchemy's before_cursor_execute event on the real engine) for a page
-of nodes (with allocation_uuid and the conductor of each node) and a page
-of allocations (with node_uuid), at two sizes: the counts must be equal.
+of nodes (with allocation_uuid and the conductor of each node), a page
+of allocations (with node_uuid) and a page of allocation groups (with
+their members), at two sizes: the counts must be equal.
 """
 
 import sqlalchemy as sa
@@ -16,9 +17,11 @@ from ironic_alloc.common import states
 from ironic_alloc.db.sqlalchemy import api as sqla_api
 from ironic_alloc import objects
 from ironic_alloc.tests import base
+from ironic_alloc.tests.functional.conductor import test_groups
 from ironic_alloc.tests.functional.conductor import utils
 
 HEADERS = {'X-OpenStack-Ironic-API-Version': '1.79'}
+GROUP_HEADERS = dict(HEADERS, **{'OpenStack-API-Version': 'ironic-alloc 1.3'})
 
 
 class TestListQueryCount(base.DbTestCase):
@@ -44,7 +47,7 @@ class TestListQueryCount(base.DbTestCase):
                 node.id, {'allocation_id': allocation.id,
                           'instance_uuid': allocation.uuid})
 
-    def _count_statements(self, url):
+    def _count_statements(self, url, headers=HEADERS):
         statements = []
 
         def count(conn, cursor, statement, *args):
@@ -54,7 +57,7 @@ class TestListQueryCount(base.DbTestCase):
         engine = sqla_api.get_engine()
         sa.event.listen(engine, 'before_cursor_execute', count)
         try:
-            resp = self.app.get(url, headers=HEADERS)
+            resp = self.app.get(url, headers=headers)
         finally:
             sa.event.remove(engine, 'before_cursor_execute', count)
         return resp, statements
@@ -85,3 +88,23 @@ class TestListQueryCount(base.DbTestCase):
     def test_allocation_list_page(self):
         self._assert_constant('/v1/allocations?limit=1000', 'allocations',
                               'node_uuid')
+
+    def test_allocation_group_list_page(self):
+        url = '/v1/allocation_groups?limit=1000'
+        for _ in range(3):
+            test_groups.make_group(self.context, self.conductor.id, 2)
+        small, small_statements = self._count_statements(url, GROUP_HEADERS)
+        self.assertEqual(3, len(small.json['allocation_groups']))
+        for _ in range(30):
+            test_groups.make_group(self.context, self.conductor.id, 2)
+        large, large_statements = self._count_statements(url, GROUP_HEADERS)
+        groups = large.json['allocation_groups']
+        self.assertEqual(33, len(groups))
+        # Every group shows its own two members, read with the page.
+        self.assertEqual([[states.ALLOCATING] * 2] * 33,
+                         [[m['state'] for m in g['members']]
+                          for g in groups])
+        self.assertEqual(len(small_statements), len(large_statements),
+                         'statements for 3 groups:\n%s\nfor 33 groups:\n%s'
+                         % ('\n'.join(small_statements),
+                            '\n'.join(large_statements)))

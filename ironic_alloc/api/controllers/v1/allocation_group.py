@@ -397,7 +397,9 @@ class AllocationGroupsController(rest.RestController):
         groups = objects.AllocationGroup.list(
             api.request.context, filters=filters, limit=limit,
             marker=marker_id)
-        result = {RESOURCE: [convert(g, g.members(), fields)
+        members = objects.AllocationGroup.members_of(api.request.context,
+                                                     groups)
+        result = {RESOURCE: [convert(g, members[g.id], fields)
                              for g in groups]}
         following = collection.next_link(
             RESOURCE, {'state': state, 'fields': fields}, groups, limit)

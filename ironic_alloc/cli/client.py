@@ -289,6 +289,23 @@ class Client:
     def delete_allocation_group(self, group):
         self._request('DELETE', _path('allocation_groups', group))
 
+    def set_allocation_group_lease(self, group, ttl=None, expires_at=None):
+        """Set or renew the lease of a group and all its members: for
+        ``ttl`` seconds from now, or until ``expires_at`` (ISO 8601)."""
+        path = _path('allocation_groups', group)
+        return self._group(
+            self._request('PATCH', path,
+                          body=[_lease_patch(ttl, expires_at)]),
+            'PATCH', path)
+
+    def unset_allocation_group_lease(self, group):
+        """The group and its members no longer expire."""
+        path = _path('allocation_groups', group)
+        return self._group(
+            self._request('PATCH', path, body=[
+                {'op': 'remove', 'path': '/expires_at'}]),
+            'PATCH', path)
+
     # Allocation leases
 
     def set_allocation_lease(self, allocation, ttl=None, expires_at=None):

@@ -1,4 +1,4 @@
-"""``openstack baremetal allocation group create/list/show/delete``:
+"""``openstack baremetal allocation group create/list/show/set/unset/delete``:
 allocation groups, changes to many allocations that commit together or
 not at all."""
 
@@ -235,6 +235,49 @@ class ShowAllocationGroup(command.ShowOne):
         except client.ClientError as exc:
             raise utils.fail(exc)
         return show_group(group)
+
+
+class SetAllocationGroup(command.Command):
+    """Set or renew the lease of an allocation group: the group is
+    deleted, with all its members, when it expires."""
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.add_argument('group', metavar='<group>',
+                            help='UUID or name of the group.')
+        utils.add_lease_arguments(parser, 'group')
+        return parser
+
+    def take_action(self, parsed_args):
+        try:
+            utils.api_client(self).set_allocation_group_lease(
+                parsed_args.group, ttl=parsed_args.ttl,
+                expires_at=parsed_args.expires_at)
+        except client.ClientError as exc:
+            raise utils.fail(exc)
+
+
+class UnsetAllocationGroup(command.Command):
+    """Remove the lease of an allocation group: neither the group nor its
+    members expire."""
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.add_argument('group', metavar='<group>',
+                            help='UUID or name of the group.')
+        # NOTE: the lease is the only thing of a group that can be unset;
+        # the option says what goes, as OSC's unset commands do.
+        parser.add_argument('--lease', action='store_true', required=True,
+                            help='Remove the lease of the group and of its '
+                                 'members.')
+        return parser
+
+    def take_action(self, parsed_args):
+        try:
+            utils.api_client(self).unset_allocation_group_lease(
+                parsed_args.group)
+        except client.ClientError as exc:
+            raise utils.fail(exc)
 
 
 class DeleteAllocationGroup(command.Command):

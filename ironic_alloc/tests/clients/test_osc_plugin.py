@@ -33,6 +33,8 @@ PLUGIN_COMMANDS = frozenset([
     'baremetal allocation group create',
     'baremetal allocation group list',
     'baremetal allocation group show',
+    'baremetal allocation group set',
+    'baremetal allocation group unset',
     'baremetal allocation group delete',
 ])
 PLUGIN_GROUP = 'openstack.baremetal_alloc.v1'
@@ -184,6 +186,11 @@ class TestPluginNextToIronicclient(PluginTestCase):
                                   '2030-01-01T00:00:00Z')
         self.assertIn('not allowed with argument', stderr)
         self.usage_error('allocation', 'group', 'delete')
+        stderr = self.usage_error('allocation', 'group', 'set', 'group')
+        self.assertIn('one of the arguments --ttl --expires-at is required',
+                      stderr)
+        stderr = self.usage_error('allocation', 'group', 'unset', 'group')
+        self.assertIn('--lease', stderr)
 
 
 class TestReservationCommands(PluginTestCase):
@@ -431,6 +438,55 @@ class TestAllocationGroupCommands(PluginTestCase):
                                     group_['uuid'])
             self.assertIn('HTTP 404', stderr)
         stderr = self.cli_error('allocation', 'group', 'show', name)
+        self.assertIn('HTTP 404', stderr)
+
+    def test_lease_set_and_unset(self):
+        rc = base.unique_rc('CLI_GROUP_LEASE')
+        self.available_nodes(
+            rc, *[base.unique('cli-group-lease') for _i in range(2)])
+        name = base.unique('cli-leased-group')
+        group = self.cli_json('allocation', 'group', 'create', '--name',
+                              name, '--count', '2', '--resource-class', rc,
+                              '--wait', WAIT)
+        self.assertEqual('active', group['state'])
+        self.assertIsNone(group['expires_at'])
+        self.addCleanup(self.cli, 'allocation', 'group', 'delete',
+                        group['uuid'])
+
+        def leases():
+            """The group's lease end and its members' (by the API)."""
+            shown = self.api('GET', '/v1/allocation_groups/%s' % name)
+            return shown['expires_at'], {
+                self.api('GET', '/v1/allocations/%s'
+                         % member['uuid'])['expires_at']
+                for member in shown['members']}
+
+        self.cli('allocation', 'group', 'set', name, '--ttl', '3600')
+        leased, members = leases()
+        self.assertGreater(parse_time(leased),
+                           parse_time(group['created_at']))
+        self.assertEqual({leased}, members)
+        # The command's view of the group shows the lease too.
+        self.assertEqual(leased, self.cli_json(
+            'allocation', 'group', 'show', name)['expires_at'])
+
+        until = (parse_time(leased)
+                 + datetime.timedelta(hours=2)).replace(microsecond=0)
+        self.cli('allocation', 'group', 'set', group['uuid'],
+                 '--expires-at', until.isoformat())
+        leased, members = leases()
+        self.assertEqual(until, parse_time(leased))
+        self.assertEqual({leased}, members)
+
+        self.cli('allocation', 'group', 'unset', name, '--lease')
+        self.assertEqual((None, {None}), leases())
+
+        stderr = self.cli_error('allocation', 'group', 'set', name,
+                                '--ttl', '-5')
+        self.assertIn('HTTP 400', stderr)
+        missing = base.unique('cli-no-such-group')
+        stderr = self.cli_error('allocation', 'group', 'unset', missing,
+                                '--lease')
         self.assertIn('HTTP 404', stderr)
 
     def test_members_file_and_bad_input(self):

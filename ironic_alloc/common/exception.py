@@ -154,6 +154,13 @@ class ProjectLimitExceeded(NotAuthorized):
                 'are in use, so no new one can be created.')
 
 
+class GroupLimitExceeded(ProjectLimitExceeded):
+    _msg_fmt = ('Project %(project)s would pass its limit %(resource)s: '
+                '%(usage)s of %(limit)s holds (allocations and reservations) '
+                'are in use and the allocation group asks for %(requested)s '
+                'more, so none of them can be created.')
+
+
 class NotFound(IronicAllocException):
     _msg_fmt = 'Resource could not be found.'
     code = http_client.NOT_FOUND

@@ -90,6 +90,35 @@ class ProjectLimits:
                     limit=self.total, usage=used)
         return None
 
+    def refusal_of_many(self, usage, requested):
+        """Why ``requested`` more holds, made together, are refused, or
+        None.
+
+        :param usage: as for refusal().
+        :param requested: {resource class: new holds}.
+        :returns: a GroupLimitExceeded naming the first limit they would
+            pass (a class's, in class order, then the total), with the
+            holds in use and those requested that count against it.
+        """
+        for resource_class in sorted(requested, key=str):
+            limit = self.per_class.get(resource_class)
+            if limit is None:
+                continue
+            used = usage.get(resource_class, 0)
+            if used + requested[resource_class] > limit:
+                return exception.GroupLimitExceeded(
+                    project=self.project,
+                    resource=resource_name(resource_class), limit=limit,
+                    usage=used, requested=requested[resource_class])
+        if self.total is not None:
+            used = sum(usage.values())
+            wanted = sum(requested.values())
+            if used + wanted > self.total:
+                return exception.GroupLimitExceeded(
+                    project=self.project, resource=TOTAL, limit=self.total,
+                    usage=used, requested=wanted)
+        return None
+
 
 def _from_resource_names(project, named):
     """ProjectLimits from {resource name: limit}; names of other

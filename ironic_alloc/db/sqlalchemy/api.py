@@ -1302,15 +1302,16 @@ class Connection(api.Connection):
             # deadlock on them.
             for project_limits in sorted(limits or (),
                                          key=lambda lim: lim.project):
-                usage = _lock_and_count(conn, project_limits.project)
+                requested = {}
                 for member in members:
-                    if member.get('owner') != project_limits.project:
-                        continue
-                    resource_class = member['resource_class']
-                    refusal = project_limits.refusal(usage, resource_class)
-                    if refusal is not None:
-                        raise refusal
-                    usage[resource_class] = usage.get(resource_class, 0) + 1
+                    if member.get('owner') == project_limits.project:
+                        resource_class = member['resource_class']
+                        requested[resource_class] = (
+                            requested.get(resource_class, 0) + 1)
+                refusal = project_limits.refusal_of_many(
+                    _lock_and_count(conn, project_limits.project), requested)
+                if refusal is not None:
+                    raise refusal
             for allocation_id in released_ids:
                 group = conn.execute(stmts.GROUP_STATE_OF_ALLOCATION,
                                      {'id': allocation_id}).first()

@@ -103,6 +103,19 @@ class _LimitsTestCase(base.DbTestCase):
         self.assertNotIn('Traceback', doc['error_message'])
 
 
+    def assertGroupLimited(self, status, doc, resource, limit, usage,
+                           requested, project=OWNER):
+        self.assertEqual(403, status, doc)
+        fault = json.loads(doc['error_message'])
+        self.assertEqual('Client', fault['faultcode'])
+        self.assertEqual(
+            'Project %s would pass its limit %s: %d of %d holds '
+            '(allocations and reservations) are in use and the allocation '
+            'group asks for %d more, so none of them can be created.'
+            % (project, resource, usage, limit, requested),
+            fault['faultstring'])
+
+
 class TestConfiguredLimits(_LimitsTestCase):
 
     def test_total_counts_allocations_and_reservations(self):
@@ -357,14 +370,28 @@ class TestGroupLimits(_LimitsTestCase):
         self.nodes(5)
         status, first = self.allocate('owner_member')
         self.assertEqual(201, status, first)
-        # One hold plus three members would be four: nothing is written
-        # (the message counts the members before the one refused).
+        # One hold plus three members would be four: nothing is written,
+        # and the message tells the holds in use from those asked for.
         status, doc = self.group('owner_member', 3)
-        self.assertLimited(status, doc, 'baremetal_holds', 3, 3)
+        self.assertGroupLimited(status, doc, 'baremetal_holds', 3, 1, 3)
         self.assertEqual((1, 0), (self.holds(), self.groups()))
         status, doc = self.group('owner_member', 2)
         self.assertEqual(201, status, doc)
         self.assertEqual((3, 1), (self.holds(), self.groups()))
+        status, doc = self.group('owner_member', 1)
+        self.assertGroupLimited(status, doc, 'baremetal_holds', 3, 3, 1)
         # Exempt callers are not limited.
         status, doc = self.group('system_admin', 1)
+        self.assertEqual(201, status, doc)
+
+    def test_per_resource_class_message(self):
+        self.config(project_holds_per_resource_class={'gold': 2},
+                    group='limits')
+        self.nodes(4)
+        status, first = self.allocate('owner_member')
+        self.assertEqual(201, status, first)
+        status, doc = self.group('owner_member', 2)
+        self.assertGroupLimited(status, doc, 'baremetal_holds:gold', 2, 1, 2)
+        self.assertEqual((1, 0), (self.holds(), self.groups()))
+        status, doc = self.group('owner_member', 1)
         self.assertEqual(201, status, doc)

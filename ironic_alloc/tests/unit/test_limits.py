@@ -30,6 +30,26 @@ class ProjectLimitsTestCase(base.TestCase):
         self.assertIn('limit baremetal_holds: 4 of 4 holds', str(refusal))
         self.assertIsNone(project_limits.refusal({}, 'gold'))
 
+    def test_many_at_once_counts_usage_and_request_apart(self):
+        project_limits = limits.ProjectLimits('p', 5, {'gold': 3})
+        # Two in use and two asked for: past the class limit of 3.
+        refusal = project_limits.refusal_of_many({'gold': 2}, {'gold': 2})
+        self.assertIsInstance(refusal, exception.ProjectLimitExceeded)
+        self.assertEqual(403, refusal.code)
+        self.assertEqual(
+            'Project p would pass its limit baremetal_holds:gold: 2 of 3 '
+            'holds (allocations and reservations) are in use and the '
+            'allocation group asks for 2 more, so none of them can be '
+            'created.', str(refusal))
+        self.assertIsNone(project_limits.refusal_of_many({'gold': 2},
+                                                         {'gold': 1}))
+        # The total counts every class of the request.
+        refusal = project_limits.refusal_of_many(
+            {'gold': 1, None: 1}, {'gold': 1, 'silver': 3})
+        self.assertIn('limit baremetal_holds: 2 of 5 holds', str(refusal))
+        self.assertIn('asks for 4 more', str(refusal))
+        self.assertIsNone(project_limits.refusal_of_many({}, {}))
+
     def test_negative_is_no_limit(self):
         project_limits = limits.ProjectLimits('p', -1, {'gold': -1})
         self.assertFalse(project_limits)

@@ -318,6 +318,23 @@ class AllocationGroupCommitFailed(Conflict):
         super().__init__(message, **kwargs)
         self.node_id = node_id
 
+    @property
+    def solve_again(self):
+        """Whether solving the group again may succeed."""
+        return self.node_id is not None
+
+
+class AllocationGroupCommitConflict(AllocationGroupCommitFailed):
+    """The database refused the commit of a group as conflicting with
+    other transactions (a deadlock, SQLite's lock) as often as writers
+    retry; nothing was written, and solving again may succeed."""
+    _msg_fmt = ('the database refused the commit %(tries)s times as '
+                'conflicting with other transactions (%(conflict)s).')
+
+    @property
+    def solve_again(self):
+        return True
+
 
 class AllocationGroupClaimRefused(Conflict):
     """The allocation backend refused the claims of a solved group; it

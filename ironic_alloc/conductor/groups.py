@@ -106,14 +106,16 @@ def do_allocate_group(context, group_id, conductor_id, backend):
             return None
         except exception.AllocationGroupCommitFailed as exc:
             backend.release_group_claims(claims)
-            if exc.node_id is None or attempt == retries:
+            if not exc.solve_again or attempt == retries:
                 _fail(group, conductor_id, 'The group could not be '
                       'committed: %s' % exc)
                 return None
-            LOG.info('Allocation group %(group)s: %(error)s; solving again '
-                     'without that node', {'group': group.uuid,
-                                           'error': exc})
-            excluded.add(exc.node_id)
+            LOG.info('Allocation group %(group)s: %(error)s; solving again',
+                     {'group': group.uuid, 'error': exc})
+            # NOTE: None when the database refused the commit as a
+            # conflict: every node may be tried again.
+            if exc.node_id is not None:
+                excluded.add(exc.node_id)
             continue
         except Exception:
             # NOTE: a database error: the claims go before the error

@@ -31,10 +31,11 @@ allocation_opts = [
     cfg.IntOpt('group_retries',
                default=3, min=0,
                help='How many times a conductor solves an allocation '
-                    'group again, without the node that changed '
-                    'underneath, when its one-transaction commit finds a '
-                    'node taken since the search; then the group fails. '
-                    '0: it fails at the first such commit.'),
+                    'group again when its one-transaction commit finds a '
+                    'node taken since the search (solving without that '
+                    'node) or the database refused the commit as a '
+                    'deadlock every time it was retried; then the group '
+                    'fails. 0: it fails at the first such commit.'),
 ]
 
 

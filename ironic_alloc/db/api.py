@@ -555,7 +555,10 @@ class Connection(metaclass=abc.ABCMeta):
         :raises: AllocationGroupLost when the group is no longer
             allocating and owned by ``conductor_id``;
             AllocationGroupCommitFailed naming the member (and the node
-            that changed underneath, if solving again may help).
+            that changed underneath, if solving again may help);
+            AllocationGroupCommitConflict when the database refused the
+            transaction as a conflict (a deadlock) every time it was
+            retried.
         """
 
     @abc.abstractmethod

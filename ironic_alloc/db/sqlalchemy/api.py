@@ -231,13 +231,26 @@ def _is_conflict(exc):
     return False
 
 
+CONFLICT_RETRIES = 8
+"""How many times retry_on_conflict retries a writer transaction"""
+
+
+def _conflict_name(exc):
+    """What kind of conflict ``exc`` is, or None when it is none."""
+    if isinstance(exc, db_exc.DBDeadlock):
+        return 'deadlock'
+    if _is_sqlite_locked(exc):
+        return 'database locked'
+    return None
+
+
 def retry_on_conflict(f):
     """Retry a whole writer transaction on deadlock or SQLite lock."""
     # NOTE: deadlocks are recognised by the exception checker rather than
     # by oslo.db's retry_on_deadlock, which would retry them without
     # asking it: the checker is where retries are counted.
     return oslo_db_api.wrap_db_retry(
-        max_retries=8, retry_interval=0.05,
+        max_retries=CONFLICT_RETRIES, retry_interval=0.05,
         max_retry_interval=1, inc_retry_interval=True,
         exception_checker=_is_conflict)(f)
 
@@ -1384,9 +1397,23 @@ class Connection(api.Connection):
                 marker_obj = session.get(g, marker)
             return _paginate_query(g, limit, marker_obj, 'id', 'asc', query)
 
-    @retry_on_conflict
     def commit_allocation_group(self, group_id, conductor_id, plan,
                                 node_states):
+        try:
+            self._commit_allocation_group(group_id, conductor_id, plan,
+                                          node_states)
+        except db_exc.DBError as exc:
+            # NOTE: retry_on_conflict gave up: the group's conductor
+            # decides (it solves again, a bounded number of times).
+            conflict = _conflict_name(exc)
+            if conflict is None:
+                raise
+            raise exception.AllocationGroupCommitConflict(
+                tries=CONFLICT_RETRIES + 1, conflict=conflict) from None
+
+    @retry_on_conflict
+    def _commit_allocation_group(self, group_id, conductor_id, plan,
+                                 node_states):
         with _connection_for_write() as conn:
             if conn.execute(stmts.ACTIVATE_GROUP, {
                     'group_id': group_id,

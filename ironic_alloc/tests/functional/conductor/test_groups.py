@@ -8,6 +8,7 @@ import logging
 import time
 
 import fixtures
+from oslo_db import exception as db_exc
 from oslo_utils import uuidutils
 
 from ironic_alloc.common import exception
@@ -18,6 +19,7 @@ from ironic_alloc.conductor import groups
 from ironic_alloc.conductor import registration
 from ironic_alloc.conductor import takeover
 from ironic_alloc.db import api as db_api
+from ironic_alloc.db.sqlalchemy import api as sqla_api
 from ironic_alloc.objects import allocation as allocation_obj
 from ironic_alloc.objects import allocation_group as group_obj
 from ironic_alloc.objects import conductor as conductor_obj
@@ -137,6 +139,68 @@ class TestCommit(test_allocations.AllocationTestCase):
         self.assertLessEqual(set(held), {n.id for n in nodes})
         self.assertEqual(states.GROUP_ACTIVE, group_obj.AllocationGroup.get(
             self.context, id=group.id).state)
+        self.assertInvariant()
+
+    def _deadlock_commits(self, count):
+        """Make the first ``count`` transactions of the group commit fail
+        on a deadlock; returns the list of node ids they tried.
+
+        NOTE: a real deadlock cannot be provoked on purpose (two
+        transactions would have to lock the same rows in opposite orders
+        at the same moment, and SQLite never deadlocks), so a real
+        DBDeadlock is raised from inside the commit's transaction, by the
+        first reservation it makes: oslo.db's retries of the transaction,
+        the conversion when they run out and the conductor's solving again
+        are all the real code.
+        """
+        real = sqla_api._reserve_for_allocation
+        tried = []
+
+        def deadlocked(conn, allocation_id, *args, **kwargs):
+            # NOTE: only the transactions of the group's commit reach
+            # here (the test has no other allocation in flight).
+            if len(tried) < count:
+                tried.append(args[1])
+                raise db_exc.DBDeadlock()
+            return real(conn, allocation_id, *args, **kwargs)
+
+        self.useFixture(fixtures.MonkeyPatch(
+            'ironic_alloc.db.sqlalchemy.api._reserve_for_allocation',
+            deadlocked))
+        return tried
+
+    def test_deadlock_retries_run_out_then_solved_again(self):
+        nodes = [utils.make_available_node(self.context) for _ in range(2)]
+        group = make_group(self.context, self.idle, 2)
+        # Every try of the first commit: the database layer's retries
+        # run out, the conductor solves again (no node excluded).
+        tried = self._deadlock_commits(sqla_api.CONFLICT_RETRIES + 1)
+        held = groups.do_allocate_group(
+            self.context, group.id, self.idle,
+            database_backend.DatabaseBackend())
+        self.assertEqual(sqla_api.CONFLICT_RETRIES + 1, len(tried))
+        self.assertEqual(sorted(n.id for n in nodes), sorted(held))
+        self.assertEqual(states.GROUP_ACTIVE, group_obj.AllocationGroup.get(
+            self.context, id=group.id).state)
+        self.assertInvariant()
+
+    def test_deadlocks_fail_the_group_after_group_retries(self):
+        self.config(group_retries=0, group='allocation')
+        utils.make_available_node(self.context)
+        group = make_group(self.context, self.idle, 1)
+        self._deadlock_commits(sqla_api.CONFLICT_RETRIES + 1)
+        self.assertIsNone(groups.do_allocate_group(
+            self.context, group.id, self.idle,
+            database_backend.DatabaseBackend()))
+        failed = group_obj.AllocationGroup.get(self.context, id=group.id)
+        self.assertEqual(states.GROUP_ERROR, failed.state)
+        self.assertEqual(
+            'The group could not be committed: the database refused the '
+            'commit %d times as conflicting with other transactions '
+            '(deadlock).' % (sqla_api.CONFLICT_RETRIES + 1),
+            failed.last_error)
+        self.assertEqual({states.ALLOCATION_ERROR},
+                         {a.state for a, _n in failed.members()})
         self.assertInvariant()
 
     def test_nodes_reserved_in_node_id_order(self):

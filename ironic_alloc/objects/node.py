@@ -258,14 +258,15 @@ class Node(base.IronicAllocObject):
 
 @base.IronicAllocObjectRegistry.register
 class NodePayload(notification.NotificationPayloadBase):
-    """Ironic's NodePayload 1.16: every field of it, the hardware
+    """Ironic's NodePayload 1.17: every field of it, the hardware
     interfaces read from the node's ``interfaces``."""
     # Version 1.16: Ironic's NodePayload 1.16
-    VERSION = '1.16'
+    # Version 1.17: Ironic's NodePayload 1.17 (disable_power_off)
+    VERSION = '1.17'
 
     SCHEMA = {name: ('node', name) for name in (
         'clean_step', 'conductor_group', 'console_enabled', 'created_at',
-        'deploy_step', 'description', 'driver', 'extra', 'boot_mode',
+        'deploy_step', 'disable_power_off', 'description', 'driver', 'extra', 'boot_mode',
         'secure_boot', 'inspection_finished_at', 'inspection_started_at',
         'instance_uuid', 'last_error', 'maintenance', 'maintenance_reason',
         'fault', 'name', 'owner', 'lessee', 'power_state', 'properties',
@@ -281,6 +282,7 @@ class NodePayload(notification.NotificationPayloadBase):
         'created_at': fields.DateTimeField(nullable=True),
         'deploy_step': fields.FlexibleDictField(nullable=True),
         'description': fields.StringField(nullable=True),
+        'disable_power_off': fields.BooleanField(nullable=True),
         'driver': fields.StringField(nullable=True),
         'extra': fields.FlexibleDictField(nullable=True),
         'boot_mode': fields.StringField(nullable=True),
@@ -326,10 +328,11 @@ class NodePayload(notification.NotificationPayloadBase):
 
 @base.IronicAllocObjectRegistry.register
 class NodeCRUDPayload(NodePayload):
-    """Ironic's NodeCRUDPayload 1.14: with the chassis, instance_info and
+    """Ironic's NodeCRUDPayload 1.15: with the chassis, instance_info and
     driver_info (its secrets masked)."""
     # Version 1.14: Ironic's NodeCRUDPayload 1.14
-    VERSION = '1.14'
+    # Version 1.15: Ironic's NodeCRUDPayload 1.15 (NodePayload 1.17)
+    VERSION = '1.15'
 
     SCHEMA = dict(NodePayload.SCHEMA,
                   instance_info=('node', 'instance_info'),
@@ -351,9 +354,11 @@ class NodeCRUDPayload(NodePayload):
 
 @base.IronicAllocObjectRegistry.register
 class NodeSetPowerStatePayload(NodePayload):
-    """Ironic's NodeSetPowerStatePayload 1.16."""
+    """Ironic's NodeSetPowerStatePayload 1.17."""
     # Version 1.16: Ironic's NodeSetPowerStatePayload 1.16
-    VERSION = '1.16'
+    # Version 1.17: Ironic's NodeSetPowerStatePayload 1.17 (NodePayload
+    #               1.17)
+    VERSION = '1.17'
 
     fields = {
         'to_power': fields.StringField(nullable=True),
@@ -365,9 +370,11 @@ class NodeSetPowerStatePayload(NodePayload):
 
 @base.IronicAllocObjectRegistry.register
 class NodeSetProvisionStatePayload(NodePayload):
-    """Ironic's NodeSetProvisionStatePayload 1.17."""
+    """Ironic's NodeSetProvisionStatePayload 1.18."""
     # Version 1.17: Ironic's NodeSetProvisionStatePayload 1.17
-    VERSION = '1.17'
+    # Version 1.18: Ironic's NodeSetProvisionStatePayload 1.18 (NodePayload
+    #               1.17)
+    VERSION = '1.18'
 
     SCHEMA = dict(NodePayload.SCHEMA,
                   instance_info=('node', 'instance_info'),

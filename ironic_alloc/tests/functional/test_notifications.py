@@ -444,7 +444,7 @@ class TestNodeEvents(_NotifyingTestCase):
         self.assertEqual('ironic-api.test-host', created['publisher_id'])
         payload = created['payload']
         self.assertEqual('NodeCRUDPayload', payload['ironic_object.name'])
-        self.assertEqual('1.14', payload['ironic_object.version'])
+        self.assertEqual('1.15', payload['ironic_object.version'])
         data = payload['ironic_object.data']
         self.assertEqual(uuid, data['uuid'])
         self.assertEqual('node-n1', data['name'])
@@ -456,6 +456,7 @@ class TestNodeEvents(_NotifyingTestCase):
         self.assertEqual([], data['traits'])
         self.assertIn('power_interface', data)
         self.assertNotIn('firmware_interface', data)
+        self.assertIs(False, data['disable_power_off'])
 
         update = self.collector.one('baremetal.node.update.end')
         self.assertEqual({'rack': 'r1'},

@@ -121,7 +121,24 @@ class TestNodePayloads(base.TestCase):
         self.assertEqual('manage', payload.event)
         self.assertEqual('enroll', payload.previous_provision_state)
         self.assertIsNone(payload.previous_target_provision_state)
-        self.assertEqual('1.17', payload.VERSION)
+        self.assertEqual('1.18', payload.VERSION)
+
+    def test_disable_power_off(self):
+        # Ironic's NodePayload 1.17 field, in every node payload.
+        node = self._node()
+        node.disable_power_off = True
+        payloads = [node_obj.NodePayload(node),
+                    node_obj.NodeCRUDPayload(node),
+                    node_obj.NodeSetPowerStatePayload(node, 'power off'),
+                    node_obj.NodeSetProvisionStatePayload(
+                        node, 'enroll', None, 'manage')]
+        self.assertEqual([True] * 4,
+                         [p.disable_power_off for p in payloads])
+        self.assertEqual(['1.17', '1.15', '1.17', '1.18'],
+                         [p.VERSION for p in payloads])
+        node.disable_power_off = False
+        self.assertIs(False,
+                      node_obj.NodePayload(node).disable_power_off)
 
 
 class TestLevels(base.TestCase):

@@ -24,14 +24,14 @@ expected_object_fingerprints = {
     'EventType': '1.0-e57847de66c709a4d22d41cbc86634a7',
     'Node': '1.3-3c679077b70b6ca098a0f987d30f026f',
     'NodeCRUDNotification': '1.0-e457f1e870b64f4d06a9bb0d72e65279',
-    'NodeCRUDPayload': '1.14-abe3a744767e5ada9f8370cf0caa1862',
+    'NodeCRUDPayload': '1.15-9168946f843edd5859464aaa40ad70e0',
     'NodeMaintenanceNotification': '1.0-e457f1e870b64f4d06a9bb0d72e65279',
-    'NodePayload': '1.16-9298b3aba63ab2b9c3359afd90fb9230',
+    'NodePayload': '1.17-4022bb737b058d426a7ff878b1875e5c',
     'NodeSetPowerStateNotification': '1.0-e457f1e870b64f4d06a9bb0d72e65279',
-    'NodeSetPowerStatePayload': '1.16-d3695780185716e75683ebbba4f8a2e6',
+    'NodeSetPowerStatePayload': '1.17-bde6f731995024e718f42021e50ba7b4',
     'NodeSetProvisionStateNotification':
         '1.0-e457f1e870b64f4d06a9bb0d72e65279',
-    'NodeSetProvisionStatePayload': '1.17-4efa07190b276f52fda09d846b4690a8',
+    'NodeSetProvisionStatePayload': '1.18-ac98c88d6dc8c6c924a415868f0a36e7',
     'NotificationPublisher': '1.0-df364d14575805a6ef50c2120762d2bc',
 }
 

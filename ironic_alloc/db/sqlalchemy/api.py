@@ -1540,20 +1540,23 @@ class Connection(api.Connection):
                                   name=None):
         shape, params = stmts.candidate_shape(criteria)
         with _connection_for_read() as conn:
+            dialect = conn.dialect.name
             if name is not None:
-                return list(conn.execute(stmts.candidates_named(shape),
-                                         dict(params, name=name)).scalars())
+                return list(conn.execute(
+                    stmts.candidates_named(shape, dialect),
+                    dict(params, name=name)).scalars())
             if pivot is None:
-                return list(conn.execute(stmts.candidates_from(shape),
-                                         dict(params, limit=limit)).scalars())
+                return list(conn.execute(
+                    stmts.candidates_from(shape, dialect),
+                    dict(params, limit=limit)).scalars())
             # NOTE: two range scans of the candidate index from a random
             # pivot instead of ORDER BY random(), which reads every row.
             ids = list(conn.execute(
-                stmts.candidates_after_pivot(shape),
+                stmts.candidates_after_pivot(shape, dialect),
                 dict(params, pivot=pivot, limit=limit)).scalars())
             if len(ids) < limit:
                 ids += conn.execute(
-                    stmts.candidates_before_pivot(shape),
+                    stmts.candidates_before_pivot(shape, dialect),
                     dict(params, pivot=pivot,
                          limit=limit - len(ids))).scalars()
             return ids
@@ -1583,7 +1586,8 @@ class Connection(api.Connection):
             uuids = []
             if examples:
                 uuids = list(conn.execute(
-                    stmts.matching_uuids(shape, project),
+                    stmts.matching_uuids(shape, project,
+                                         conn.dialect.name),
                     dict(params, limit=examples)).scalars())
         words = stmts.words(criteria, params)
         remaining = sum(counts.values())
@@ -2051,8 +2055,9 @@ def _reserve_for_allocation(conn, allocation_id, conductor_id, node_id,
         'node_id': node_id}).rowcount
     if count != 1:
         raise exception.AllocationLost(allocation=allocation_id)
-    count = conn.execute(stmts.reserve_node(shape), dict(
-        params, node_id=node_id, allocation_id=allocation_id)).rowcount
+    count = conn.execute(
+        stmts.reserve_node(shape, conn.dialect.name),
+        dict(params, node_id=node_id, allocation_id=allocation_id)).rowcount
     if count != 1:
         raise _NodeNotReserved()
     traits = set(criteria.get('traits') or [])

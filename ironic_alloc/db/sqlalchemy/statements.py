@@ -10,7 +10,10 @@ forms.
 The constraints of the candidate search live here, in one place
 (``candidate_groups``): the search, the reservation's guard and the
 explanation of an empty search use them.  Their availability part is the
-picking rule of ``common/picking.py``, turned into SQL.
+picking rule of ``common/picking.py``, turned into SQL.  On PostgreSQL
+the search and the guard test a node's traits (and capabilities) in one
+subquery each (``_search_clauses``), the same answer in a form that is
+cheap to plan.
 """
 
 import collections
@@ -288,9 +291,16 @@ Shape = collections.namedtuple(
 # explanation's funnel), the name of the parameter holding what it asks
 # for (None for a fixed rule), its WHERE clauses, the sentence (formatted
 # with words()) that explains why no node passed it and the constraints
-# before it, and what it removes, in a few words (also formatted).
-Constraint = collections.namedtuple('Constraint',
-                                    'step param clauses reason removes')
+# before it, what it removes, in a few words (also formatted), and, for a
+# test of the node's rows in another table, that test as a RowTest (else
+# None).
+Constraint = collections.namedtuple(
+    'Constraint', 'step param clauses reason removes rows',
+    defaults=(None,))
+
+# The node has (present) or has not (not present) a row of ``table``
+# (node_traits or node_capabilities) for which ``condition`` holds.
+RowTest = collections.namedtuple('RowTest', 'table condition present')
 
 
 def _rule_clause(condition):
@@ -340,6 +350,13 @@ def _node_has(table, counting, *conditions):
     return sa.exists().where(table.c.node_id == NODES.c.id, *conditions)
 
 
+def _row_constraint(step, param, test, counting, reason, removes):
+    """A Constraint whose clause is ``test``, a RowTest."""
+    clause = _node_has(test.table, counting, test.condition)
+    return Constraint(step, param, [clause if test.present else ~clause],
+                      reason, removes, test)
+
+
 def candidate_groups(shape, counting=False):
     """The constraints that make a node a candidate, in the order of an
     explanation's funnel; parameters from candidate_shape().
@@ -352,9 +369,7 @@ def candidate_groups(shape, counting=False):
     :returns: list of Constraint.
     """
     n = NODES.c
-
-    def has_trait(condition):
-        return _node_has(NODE_TRAITS, counting, condition)
+    trait = NODE_TRAITS.c.trait
 
     groups = [Constraint(
         'resource_class', 'c_resource_class',
@@ -374,27 +389,25 @@ def candidate_groups(shape, counting=False):
             'not owned or leased by %(owner)s'))
     for index in range(shape.traits):
         name = 'c_trait_%d' % index
-        groups.append(Constraint(
+        groups.append(_row_constraint(
             'trait', name,
-            [has_trait(NODE_TRAITS.c.trait == _bind(
-                name, NODE_TRAITS.c.trait))],
-            _PASSED + 'has all the traits %(traits)s',
+            RowTest(NODE_TRAITS, trait == _bind(name, trait), True),
+            counting, _PASSED + 'has all the traits %(traits)s',
             'lack %%(%s)s' % name))
     for index in range(shape.forbidden):
         name = 'c_forbidden_%d' % index
-        groups.append(Constraint(
+        groups.append(_row_constraint(
             'forbidden_trait', name,
-            [~has_trait(NODE_TRAITS.c.trait == _bind(
-                name, NODE_TRAITS.c.trait))],
-            _PASSED + 'lacks the forbidden trait %%(%s)s' % name,
+            RowTest(NODE_TRAITS, trait == _bind(name, trait), False),
+            counting, _PASSED + 'lacks the forbidden trait %%(%s)s' % name,
             'have the forbidden %%(%s)s' % name))
     for index in range(shape.any_of):
         name = 'c_any_of_%d' % index
-        groups.append(Constraint(
+        groups.append(_row_constraint(
             'any_of', name,
-            [has_trait(NODE_TRAITS.c.trait.in_(
-                sa.bindparam(name, expanding=True)))],
-            _PASSED + 'has one of the traits %%(%s)s' % name,
+            RowTest(NODE_TRAITS,
+                    trait.in_(sa.bindparam(name, expanding=True)), True),
+            counting, _PASSED + 'has one of the traits %%(%s)s' % name,
             'have none of %%(%s)s' % name))
     for key in shape.minimums:
         name = 'c_min_%s' % key
@@ -413,12 +426,13 @@ def candidate_groups(shape, counting=False):
     for index in range(shape.capabilities):
         name = 'c_capability_name_%d' % index
         value = 'c_capability_value_%d' % index
-        groups.append(Constraint(
+        groups.append(_row_constraint(
             'capability', 'c_capability_%d' % index,
-            [_node_has(
-                models.NodeCapability.__table__, counting,
+            RowTest(models.NodeCapability.__table__, sa.and_(
                 capabilities.name == _bind(name, capabilities.name),
-                capabilities.value == _bind(value, capabilities.value))],
+                capabilities.value == _bind(value, capabilities.value)),
+                True),
+            counting,
             _PASSED + 'has the capability %%(%s)s:%%(%s)s' % (name, value),
             'without capability %%(%s)s:%%(%s)s' % (name, value)))
     if shape.candidates:
@@ -450,72 +464,116 @@ def words(criteria, params):
     return values
 
 
-def _candidate_clauses(shape):
-    return [clause for constraint in candidate_groups(shape)
-            for clause in constraint.clauses]
+def _node_rows_at_once(table, tests):
+    """The node's rows of ``table`` pass every RowTest of ``tests``: one
+    aggregate over them counts the rows that meet each condition (zero
+    rows still make one aggregate row, so a test of absence holds for a
+    node without any)."""
+    one = sa.literal_column('1')
+    return sa.select(one).where(table.c.node_id == NODES.c.id).having(
+        sa.and_(*[
+            (count > 0) if test.present else (count == 0)
+            for test, count in (
+                (test, sa.func.count(sa.case((test.condition, one))))
+                for test in tests)])).exists()
 
 
-# NOTE: a few statements per shape, so this stays small: shapes differ by
-# flags and counts bounded by the API's limits ([api]max_traits for the
-# trait expressions together, matching.MAX_CAPABILITIES), and real
-# requests use few of them.
+def _search_clauses(shape, dialect):
+    """The WHERE clauses of the search and of the reservation's guard on
+    the database of ``dialect`` (its name): those of candidate_groups(),
+    except that PostgreSQL gets the tests of a node's rows in one
+    subquery per table.
+
+    NOTE: PostgreSQL turns each EXISTS of a constraint into a semi- or
+    anti-join and weighs their orders at every planning (psycopg2 sends
+    text, so every statement is planned): a few milliseconds for a few
+    trait expressions, more than the search costs to run.  An aggregate
+    subquery is never made a join, and one per table gives the planner a
+    single filter of unknown selectivity, not one per constraint whose
+    product makes it expect too few candidates and sort every free node
+    instead of walking the index in order.  SQLite and MySQL keep the
+    EXISTS form: SQLite before 3.39 refuses HAVING without GROUP BY.
+    """
+    groups = candidate_groups(shape)
+    if dialect != 'postgresql':
+        return [clause for constraint in groups
+                for clause in constraint.clauses]
+    clauses = [clause for constraint in groups if constraint.rows is None
+               for clause in constraint.clauses]
+    tests = collections.defaultdict(list)
+    for constraint in groups:
+        if constraint.rows is not None:
+            tests[constraint.rows.table].append(constraint.rows)
+    clauses.extend(_node_rows_at_once(table, table_tests)
+                   for table, table_tests in tests.items())
+    return clauses
+
+
+# NOTE: a few statements per shape and dialect, so this stays small:
+# shapes differ by flags and counts bounded by the API's limits
+# ([api]max_traits for the trait expressions together,
+# matching.MAX_CAPABILITIES), and real requests use few of them.
 _CACHE = {}
 
 
-def _cached(key, build):
+def _cached(key, build, *args):
     statement = _CACHE.get(key)
     if statement is None:
-        statement = _CACHE.setdefault(key, build(key[1]))
+        statement = _CACHE.setdefault(key, build(*args))
     return statement
 
 
-def _search(shape):
-    return sa.select(NODES.c.id).where(*_candidate_clauses(shape))
+def _search(shape, dialect):
+    return sa.select(NODES.c.id).where(*_search_clauses(shape, dialect))
 
 
-def candidates_named(shape):
-    """Candidate ids of the node named "name"."""
-    return _cached(('named', shape), lambda s: _search(s).where(
-        NODES.c.name == _bind('name', NODES.c.name)))
+def candidates_named(shape, dialect):
+    """Candidate ids of the node named "name" (on the database of
+    ``dialect``, as every statement of the search)."""
+    return _cached(('named', shape, dialect), lambda: _search(
+        shape, dialect).where(NODES.c.name == _bind('name', NODES.c.name)))
 
 
-def candidates_from(shape):
+def candidates_from(shape, dialect):
     """At most "limit" candidate ids in uuid order from the start."""
-    return _cached(('from', shape), lambda s: _search(s).order_by(
-        NODES.c.uuid).limit(sa.bindparam('limit')))
+    return _cached(('from', shape, dialect), lambda: _search(
+        shape, dialect).order_by(NODES.c.uuid).limit(
+            sa.bindparam('limit')))
 
 
-def candidates_after_pivot(shape):
+def candidates_after_pivot(shape, dialect):
     """At most "limit" candidate ids in uuid order from "pivot" on."""
-    return _cached(('after', shape), lambda s: _search(s).where(
-        NODES.c.uuid >= _bind('pivot', NODES.c.uuid)).order_by(
-            NODES.c.uuid).limit(sa.bindparam('limit')))
+    return _cached(('after', shape, dialect), lambda: _search(
+        shape, dialect).where(
+            NODES.c.uuid >= _bind('pivot', NODES.c.uuid)).order_by(
+                NODES.c.uuid).limit(sa.bindparam('limit')))
 
 
-def candidates_before_pivot(shape):
+def candidates_before_pivot(shape, dialect):
     """At most "limit" candidate ids in uuid order before "pivot"."""
-    return _cached(('before', shape), lambda s: _search(s).where(
-        NODES.c.uuid < _bind('pivot', NODES.c.uuid)).order_by(
-            NODES.c.uuid).limit(sa.bindparam('limit')))
+    return _cached(('before', shape, dialect), lambda: _search(
+        shape, dialect).where(
+            NODES.c.uuid < _bind('pivot', NODES.c.uuid)).order_by(
+                NODES.c.uuid).limit(sa.bindparam('limit')))
 
 
-def reserve_node(shape):
+def reserve_node(shape, dialect):
     """The reservation, second half: binds node "node_id" to allocation
     "allocation_id" only while the node is unlocked and still a candidate,
     so a node changed or taken since the search is never reserved and two
     allocations never get the same node."""
-    def build(s):
+    def build():
         return NODES.update().where(
             NODES.c.id == _bind('node_id', NODES.c.id),
             NODE_UNLOCKED,
-            *_candidate_clauses(s),
+            *_search_clauses(shape, dialect),
         ).values(
             allocation_id=_bind('allocation_id', NODES.c.allocation_id),
             instance_uuid=sa.select(ALLOCATIONS.c.uuid).where(
                 ALLOCATIONS.c.id == _bind('allocation_id',
                                           ALLOCATIONS.c.id),
             ).scalar_subquery())
-    return _cached(('reserve', shape), build)
+    return _cached(('reserve', shape, dialect), build)
 
 
 # Explanations
@@ -553,8 +611,7 @@ def funnel(shape, project):
     :param project: count only the nodes this project owns or leases
         (bind parameter "c_visible_project"), or False for all.
     """
-    def build(key):
-        shape, project = key
+    def build():
         groups = candidate_groups(shape, counting=True)
         failing = [(sa.case((sa.and_(*g.clauses), 0), else_=1) == 1, number)
                    for number, g in enumerate(groups[1:], 1)]
@@ -563,18 +620,17 @@ def funnel(shape, project):
             *groups[0].clauses, *_visible(project)).subquery()
         return sa.select(passes.c.step, sa.func.count()).group_by(
             passes.c.step)
-    return _cached(('funnel', (shape, bool(project))), build)
+    return _cached(('funnel', shape, bool(project)), build)
 
 
-def matching_uuids(shape, project):
+def matching_uuids(shape, project, dialect):
     """At most "limit" UUIDs of candidates in uuid order (visible to the
     project "c_visible_project" when ``project``)."""
-    def build(key):
-        shape, project = key
+    def build():
         return sa.select(NODES.c.uuid).where(
-            *_candidate_clauses(shape), *_visible(project)).order_by(
+            *_search_clauses(shape, dialect), *_visible(project)).order_by(
                 NODES.c.uuid).limit(sa.bindparam('limit'))
-    return _cached(('uuids', (shape, bool(project))), build)
+    return _cached(('uuids', shape, bool(project), dialect), build)
 
 
 # Reservations (API extension 1.2): allocation rows of kind
@@ -606,7 +662,8 @@ def reservation_list(filters):
                 ALLOCATIONS.c[name] == _bind(name, ALLOCATIONS.c[name]))
         return query.order_by(ALLOCATIONS.c.id).limit(
             sa.bindparam('limit'))
-    return _cached(('reservations', tuple(sorted(filters))), build)
+    names = tuple(sorted(filters))
+    return _cached(('reservations', names), build, names)
 
 
 # Why a node cannot be reserved, for each node of a request ("uuids"):
@@ -651,7 +708,8 @@ def reserve_for_reservation(project):
         ).values(
             allocation_id=_bind('allocation_id', NODES.c.allocation_id),
             instance_uuid=_bind('instance_uuid', NODES.c.instance_uuid))
-    return _cached(('reserve_for_reservation', bool(project)), build)
+    return _cached(('reserve_for_reservation', bool(project)), build,
+                   bool(project))
 
 
 # A reservation inserted in the same transaction ("reservation_id") now

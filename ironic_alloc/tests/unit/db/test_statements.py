@@ -45,7 +45,9 @@ class TestNodeLockGuard(base.TestCase):
                       'conductor_group': 'g'}}
         for criteria in ({'resource_class': 'gold'}, every_operator):
             shape = stmts.candidate_shape(criteria)[0]
-            found['reserve_node%r' % (shape,)] = stmts.reserve_node(shape)
+            for dialect in ('sqlite', 'postgresql', 'mysql'):
+                found['reserve_node%r on %s' % (shape, dialect)] = (
+                    stmts.reserve_node(shape, dialect))
         return found
 
     def test_every_binding_statement_is_guarded(self):

@@ -470,7 +470,8 @@ def _node_rows_at_once(table, tests):
     rows still make one aggregate row, so a test of absence holds for a
     node without any)."""
     one = sa.literal_column('1')
-    return sa.select(one).where(table.c.node_id == NODES.c.id).having(
+    return sa.select(sa.func.count()).where(
+        table.c.node_id == NODES.c.id).having(
         sa.and_(*[
             (count > 0) if test.present else (count == 0)
             for test, count in (
@@ -492,7 +493,8 @@ def _search_clauses(shape, dialect):
     single filter of unknown selectivity, not one per constraint whose
     product makes it expect too few candidates and sort every free node
     instead of walking the index in order.  SQLite and MySQL keep the
-    EXISTS form: SQLite before 3.39 refuses HAVING without GROUP BY.
+    EXISTS form, which they plan well (and SQLite before 3.39 refuses
+    HAVING without GROUP BY).
     """
     groups = candidate_groups(shape)
     if dialect != 'postgresql':

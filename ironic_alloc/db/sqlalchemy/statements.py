@@ -493,8 +493,8 @@ def _search_clauses(shape, dialect):
     single filter of unknown selectivity, not one per constraint whose
     product makes it expect too few candidates and sort every free node
     instead of walking the index in order.  SQLite and MySQL keep the
-    EXISTS form, which they plan well (and SQLite before 3.39 refuses
-    HAVING without GROUP BY).
+    EXISTS form they had (only PostgreSQL's planning was measured; SQLite
+    before 3.39 refuses HAVING without GROUP BY).
     """
     groups = candidate_groups(shape)
     if dialect != 'postgresql':

@@ -1208,6 +1208,7 @@ class Connection(api.Connection):
                 nodes = conn.execute(stmts.NODES_FOR_RESERVATION,
                                      {'uuids': list(node_uuids)}).all()
                 by_uuid = {node.uuid: node for node in nodes}
+                uuid_of = {node.id: node.uuid for node in nodes}
                 # NOTE: only the nodes that could be reserved when read are
                 # tried: a guarded write of a hopeless node would wait for
                 # the locks of other writers for nothing.
@@ -1222,8 +1223,15 @@ class Connection(api.Connection):
                 values = dict(values, node_id=tried[0],
                               expires_at=lease_time.end_after(
                                   _as_datetime(now), ttl))
-                params['allocation_id'] = conn.execute(
-                    stmts.INSERT_ALLOCATION, values).inserted_primary_key[0]
+                inserted = None
+                if conn.dialect.insert_returning:
+                    inserted = conn.execute(
+                        stmts.INSERT_ALLOCATION_RETURNING, values).one()
+                    params['allocation_id'] = inserted.id
+                else:
+                    params['allocation_id'] = conn.execute(
+                        stmts.INSERT_ALLOCATION,
+                        values).inserted_primary_key[0]
                 reserve = stmts.reserve_for_reservation(project)
                 for node_id in tried:
                     if node_id != values['node_id']:
@@ -1231,8 +1239,14 @@ class Connection(api.Connection):
                             'reservation_id': params['allocation_id'],
                             'new_node_id': node_id})
                         values['node_id'] = node_id
+                        # NOTE: the move changed the row (updated_at).
+                        inserted = None
                     if conn.execute(reserve, dict(
                             params, node_id=node_id)).rowcount == 1:
+                        if inserted is not None:
+                            return types.SimpleNamespace(
+                                **inserted._asdict(),
+                                node_uuid=uuid_of[node_id])
                         # NOTE: read back as stored (MySQL keeps whole
                         # seconds of created_at), so the answer equals
                         # every later read.
@@ -1294,12 +1308,18 @@ class Connection(api.Connection):
     @retry_on_conflict
     def destroy_reservation(self, reservation_id, node_states=None):
         with _connection_for_write() as conn:
-            reservation = conn.execute(stmts.RESERVATION_FOR_DELETE,
-                                       {'id': reservation_id}).first()
+            if conn.dialect.delete_returning:
+                reservation = conn.execute(stmts.DELETE_RESERVATION_RETURNING,
+                                           {'id': reservation_id}).first()
+                deleted = True
+            else:
+                reservation = conn.execute(stmts.RESERVATION_FOR_DELETE,
+                                           {'id': reservation_id}).first()
+                deleted = False
             if reservation is None:
                 raise exception.ReservationNotFound(
                     reservation=reservation_id)
-            _delete_hold(conn, reservation, node_states)
+            _delete_hold(conn, reservation, node_states, deleted=deleted)
         return reservation.uuid, reservation.node_id
 
     # Allocation groups (extension 1.3)
@@ -1988,12 +2008,14 @@ def _within_limits(limits, usage, node_ids, nodes):
     return kept
 
 
-def _delete_hold(conn, hold, node_states):
+def _delete_hold(conn, hold, node_states, deleted=False):
     """Delete ``hold`` (an allocation or a reservation, locked by the
     caller's transaction) and free its node, as DELETE does.
 
     :param node_states: provision states in which the node may lose its
         hold (any while in maintenance); None for any state.
+    :param deleted: the caller's transaction has deleted the row already
+        (its refusal below rolls that back with the transaction).
     :raises: InvalidState when the node is in another state.
     """
     node = None
@@ -2008,7 +2030,8 @@ def _delete_hold(conn, hold, node_states):
             'provision state "%(state)s" and not in maintenance'
             % {'kind': hold.kind, 'hold': hold.uuid, 'node': node.uuid,
                'state': node.provision_state})
-    conn.execute(stmts.DELETE_ALLOCATION, {'id': hold.id})
+    if not deleted:
+        conn.execute(stmts.DELETE_ALLOCATION, {'id': hold.id})
     _free_node(conn, hold, node)
 
 

@@ -29,6 +29,18 @@ def _values(instance=None, owner=None):
 
 class TestCreateReservation(base.DbTestCase):
 
+    def test_answer_is_the_row_as_stored(self):
+        # The new row comes from INSERT ... RETURNING where the database
+        # returns rows, from a read otherwise: either way it is what every
+        # later read returns, column for column.
+        node = utils.make_available_node(self.context)
+        row = dbapi.create_reservation(_values(owner=PROJECT), [node.uuid],
+                                       ttl=300)
+        stored = dbapi.get_reservation_by_uuid(row.uuid)
+        for column in stored._fields:
+            self.assertEqual(getattr(stored, column), getattr(row, column),
+                             column)
+
     def test_first_reservable_node_in_order(self):
         in_maintenance = utils.make_available_node(self.context,
                                                    maintenance=True)

@@ -174,3 +174,38 @@ class TestNodeCommands(base.ClientTestCase):
         error = self.cli_error('chassis', 'show', chassis_uuid)
         self.assertIn('could not be found', error)
         self.cli('node', 'delete', node['uuid'])
+
+    def test_shards_at_the_negotiated_version(self):
+        """No --os-baremetal-api-version: the client negotiates the
+        newest version both sides know, and the fields and filters of the
+        latest versions work."""
+        shard = base.unique('cli-shard')
+        node = self.cli_json('node', 'create', '--driver', 'fake-hardware',
+                             '--name', base.unique('cli-shard-node'))
+        other = self.cli_json('node', 'create', '--driver', 'fake-hardware',
+                              '--name', base.unique('cli-shard-other'))
+        self.cli('node', 'set', node['uuid'], '--shard', shard)
+
+        shown = self.show(node['uuid'])
+        self.assertEqual(shard, shown['shard'])
+        # NOTE: health appears from 1.109, disable_power_off from 1.95:
+        # they are shown only when the negotiation reached them.
+        self.assertIn('health', shown)
+        self.assertIs(False, shown['disable_power_off'])
+
+        in_shard = self.cli_json('node', 'list', '--shards', shard)
+        self.assertEqual([node['uuid']], [n['uuid'] for n in in_shard])
+        sharded = {n['uuid'] for n in self.cli_json('node', 'list',
+                                                    '--sharded')}
+        self.assertIn(node['uuid'], sharded)
+        self.assertNotIn(other['uuid'], sharded)
+        unsharded = {n['uuid'] for n in self.cli_json('node', 'list',
+                                                      '--unsharded')}
+        self.assertIn(other['uuid'], unsharded)
+        self.assertNotIn(node['uuid'], unsharded)
+        shards = {s['name']: s['count']
+                  for s in self.cli_json('shard', 'list')}
+        self.assertEqual(1, shards.get(shard))
+
+        for uuid in (node['uuid'], other['uuid']):
+            self.cli('node', 'delete', uuid)

@@ -27,7 +27,7 @@ RELEASE_MAPPING = {
         },
     },
     CURRENT: {
-        'rpc': '1.3',
+        'rpc': '1.4',
         'objects': {
             'Allocation': '1.4',
             'AllocationGroup': '1.0',

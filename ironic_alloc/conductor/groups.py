@@ -74,15 +74,15 @@ def do_allocate_group(context, group_id, conductor_id, backend):
         solution = group_solver.solve(candidates)
         if solution.unmatched:
             _fail_unmatched(group, conductor_id, solution, criteria,
-                            backend if unclaimable else None)
+                            backend, bool(unclaimable))
             return None
         plan = _plan(spec, rows, criteria, solution.assignment)
         try:
             claims = backend.claim_group(context, plan, rows)
         except exception.AllocationGroupClaimRefused as exc:
             if not exc.node_ids or attempt == retries:
-                _fail(group, conductor_id, 'The group could not be '
-                      'claimed: %s' % exc)
+                _fail(group, conductor_id, backend, 'The group could not '
+                      'be claimed: %s' % exc)
                 return None
             LOG.info('Allocation group %(group)s: %(error)s; solving again '
                      'without those nodes', {'group': group.uuid,
@@ -91,7 +91,7 @@ def do_allocate_group(context, group_id, conductor_id, backend):
             unclaimable.update(exc.node_ids)
             continue
         except exception.AllocationBackendFailed as exc:
-            _fail(group, conductor_id, str(exc))
+            _fail(group, conductor_id, backend, str(exc))
             return None
         try:
             dbapi.commit_allocation_group(group.id, conductor_id, plan,
@@ -107,8 +107,8 @@ def do_allocate_group(context, group_id, conductor_id, backend):
         except exception.AllocationGroupCommitFailed as exc:
             backend.release_group_claims(claims)
             if not exc.solve_again or attempt == retries:
-                _fail(group, conductor_id, 'The group could not be '
-                      'committed: %s' % exc)
+                _fail(group, conductor_id, backend, 'The group could not '
+                      'be committed: %s' % exc)
                 return None
             LOG.info('Allocation group %(group)s: %(error)s; solving again',
                      {'group': group.uuid, 'error': exc})
@@ -197,11 +197,12 @@ def _plan(spec, rows, criteria, assignment):
     return plan
 
 
-def _fail_unmatched(group, conductor_id, solution, criteria, backend=None):
+def _fail_unmatched(group, conductor_id, solution, criteria, backend,
+                    refused):
     """Fail a group some member of which got no node, naming the first
     such member with its funnel (and, when nodes match it, the members
-    it competes with for too few nodes, or, given the ``backend`` that
-    refused nodes, its sentence on why).
+    it competes with for too few nodes, or, when the backend ``refused``
+    nodes, its sentence on why).
     """
     member = solution.unmatched[0]
     funnel = allocations.explain(criteria[member])
@@ -214,7 +215,7 @@ def _fail_unmatched(group, conductor_id, solution, criteria, backend=None):
                % (', '.join(others), len(conflict.nodes)))
     elif funnel['matching_nodes']:
         why = 'the nodes that match it are taken'
-        if backend is not None:
+        if refused:
             why += ' (%s)' % backend.explain(criteria[member])
     else:
         why = 'no node matches it'
@@ -223,15 +224,54 @@ def _fail_unmatched(group, conductor_id, solution, criteria, backend=None):
     if len(solution.unmatched) > 1:
         reason += (' %d other member(s) got no node either.'
                    % (len(solution.unmatched) - 1))
-    _fail(group, conductor_id, reason, {'member': member, 'funnel': funnel})
+    _fail(group, conductor_id, backend, reason,
+          {'member': member, 'funnel': funnel})
 
 
-def _fail(group, conductor_id, reason, explanation=None):
+def _fail(group, conductor_id, backend, reason, explanation=None):
     if dbapi.fail_allocation_group(group.id, conductor_id, reason,
                                    explanation=explanation):
         LOG.info('Allocation group %(group)s failed: %(reason)s',
                  {'group': group.uuid, 'reason': reason})
+        # NOTE: a conductor that died after its claims leaves them for
+        # the members, even when this attempt claimed nothing (no
+        # solution).  Once the group failed under our ownership nobody
+        # claims for its members any more: drop them now, since the
+        # backend's periodic work could not give a hand-over's unit back
+        # to its source.
+        backend.release_failed_group(group._context,
+                                     _failed_members(group.spec or {}))
         _notify_processed(group._context, group, 'error')
+
+
+def _failed_members(spec):
+    """The members of a failed group whose consumers may hold claims
+    outside the database, in the shape of a plan (see _plan) without
+    nodes for the new members: ``new`` [{uuid}], ``handovers`` [{uuid,
+    from_uuid, node_id}]."""
+    failed = {'releases': [], 'handovers': [], 'new': [], 'names': []}
+    for uuid, member in sorted(spec.items()):
+        if member['kind'] == states.MEMBER_HANDOVER:
+            failed['handovers'].append({
+                'uuid': uuid, 'from_uuid': member['from_uuid'],
+                'node_id': member['node_id']})
+        elif member['kind'] == states.MEMBER_NEW:
+            failed['new'].append({'uuid': uuid, 'node_id': None})
+    return failed
+
+
+def release_members(backend, members):
+    """After the rows of a group's members are gone (the group deleted,
+    or its lease expired): release what the backend holds for them
+    outside the database.
+
+    :param members: [(allocation uuid, id of the node it held, or
+        None)].
+    """
+    for uuid, node_id in members:
+        backend.release(uuid)
+        if node_id is not None:
+            backend.node_id_changed(node_id)
 
 
 def _notify_processed(context, group, status):

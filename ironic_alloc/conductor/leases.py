@@ -17,6 +17,7 @@ from ironic_alloc.common import exception
 from ironic_alloc.common import notifications
 from ironic_alloc.common import states
 from ironic_alloc.conductor import allocations
+from ironic_alloc.conductor import groups
 from ironic_alloc.db import api as db_api
 from ironic_alloc.objects import allocation as allocation_obj
 from ironic_alloc.objects import allocation_group as group_obj
@@ -97,10 +98,9 @@ class LeaseExpiry:
                   'end': group.expires_at})
         # NOTE: as after the group's DELETE: what the backend holds
         # outside the database goes after the rows.
-        for member in group.released:
-            self._backend.release(member.uuid)
-            if member.node_id is not None:
-                self._backend.node_id_changed(member.node_id)
+        groups.release_members(
+            self._backend,
+            [(member.uuid, member.node_id) for member in group.released])
         return group
 
     def _release(self, hold_id):

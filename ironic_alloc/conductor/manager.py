@@ -7,6 +7,7 @@ from ironic_alloc.common import exception
 from ironic_alloc.common import notifications
 from ironic_alloc.common import states
 from ironic_alloc.conductor import allocations
+from ironic_alloc.conductor import groups
 from ironic_alloc.conductor import leases
 from ironic_alloc.conductor import nodes
 from ironic_alloc.conductor import provisioning
@@ -32,7 +33,7 @@ class ConductorManager:
 
     # NOTE: must equal rpcapi.RPC_API_VERSION.  Messages of every 1.x
     # version are accepted: arguments added since 1.0 have defaults.
-    RPC_API_VERSION = '1.3'
+    RPC_API_VERSION = '1.4'
     target = messaging.Target(version=RPC_API_VERSION)
 
     def __init__(self, host, pool, allocation_worker, backend):
@@ -169,6 +170,14 @@ class ConductorManager:
         """Since RPC 1.3: the group's rows exist already; start working on
         it (a cast)."""
         self.allocation_worker.start_group(group_id)
+
+    def release_allocation_group(self, context, members):
+        """Since RPC 1.4: the API deleted an allocation group; release
+        what the backend holds for its members (a cast).
+
+        :param members: [[allocation uuid, node id or None]].
+        """
+        groups.release_members(self.backend, members)
 
     @messaging.expected_exceptions(*_EXPECTED)
     def destroy_allocation(self, context, allocation_id):

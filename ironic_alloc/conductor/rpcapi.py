@@ -7,6 +7,8 @@ API version history:
     1.1 - change_node_power_state: ``timeout`` argument.
     1.2 - create_allocation: ``wait`` argument; sent as a call with it.
     1.3 - create_allocation_group (cast): allocation groups.
+    1.4 - release_allocation_group (cast): what the backend holds for the
+          members of a deleted group.
 
 Released versions are recorded in common/release_mappings.py; while
 ``[DEFAULT]pin_release_version`` is set, the client sends nothing newer
@@ -33,7 +35,7 @@ LOG = log.getLogger(__name__)
 
 # NOTE: must equal ConductorManager.RPC_API_VERSION and the 'master' entry
 # of common/release_mappings.py.
-RPC_API_VERSION = '1.3'
+RPC_API_VERSION = '1.4'
 
 # NOTE: how many times a message is re-sent when the broker connection
 # fails.  oslo.messaging's default (None) retries forever: while the broker
@@ -348,6 +350,37 @@ class ConductorAPI:
                         '(%(exc)s); the conductor re-drives it from the '
                         'database', {'id': group_id, 'host': host,
                                      'exc': exc})
+
+    def release_allocation_group(self, context, members, host):
+        """Ask conductor ``host`` to release what its backend holds
+        outside the database for the members of a group the API deleted
+        (a cast).
+
+        The rows are gone already; the backend's periodic work releases
+        what a lost cast leaves, so transport errors are logged, never
+        raised.
+
+        :param members: [(allocation uuid, id of the node it held, or
+            None)].
+        """
+        if not self.client.can_send_version('1.4'):
+            LOG.info('Not asking conductor %(host)s to release the members '
+                     'of a deleted allocation group: pinned to release '
+                     '%(pin)s; the periodic work releases them',
+                     {'host': host, 'pin': CONF.pin_release_version})
+            return
+        try:
+            with request_slots.released():
+                self.client.prepare(server=host, version='1.4',
+                                    retry=SEND_RETRIES).cast(
+                    context, 'release_allocation_group',
+                    members=[[uuid, node_id] for uuid, node_id in members])
+        except Exception as exc:
+            metrics.rpc_failure('release_allocation_group', metrics.RPC_OTHER)
+            LOG.warning('Cast of the release of %(count)d allocation group '
+                        'member(s) to %(host)s failed (%(exc)s); the '
+                        'backend\'s periodic work releases them',
+                        {'count': len(members), 'host': host, 'exc': exc})
 
     @_wrap_transport_errors
     def destroy_allocation(self, context, allocation_id, host):

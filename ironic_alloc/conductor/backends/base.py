@@ -117,6 +117,16 @@ class AllocationBackend(metaclass=abc.ABCMeta):
         """Undo claim_group() when the commit did not happen, restoring
         what was held before.  Never raises."""
 
+    def release_failed_group(self, context, members):
+        """A group failed, owned by this conductor: release what the
+        backend holds for its new and hand-over members (left by an
+        earlier owner that died after its claims), giving hand-over
+        units back to their sources.  Never raises.
+
+        :param members: a plan's ``new`` (uuids only) and ``handovers``
+            (groups._failed_members).
+        """
+
     def node_reserved(self, node_id):
         """reserve() reserved this node for an allocation: it is no longer
         pickable."""

@@ -144,6 +144,9 @@ class PlacementBackend(base.AllocationBackend):
         if claims is not None:
             placement_groups.restore(self.client, claims)
 
+    def release_failed_group(self, context, members):
+        placement_groups.drop_failed(context, self.client, members)
+
     # Keeping Placement in step
 
     def sync_all(self):

@@ -27,6 +27,12 @@ sources, in one POST, and the claim is sent again.
 
 ``restore`` undoes a POST whose commit did not happen (hand-over units
 back to their sources, new consumers emptied), again in one POST.
+
+A group that fails (whether or not it got as far as its POST) has the
+same leftovers dropped by ``drop_failed``: without it a hand-over's
+unit would stay with the failed member while its source still holds the
+node in our database, which the periodic sync never repairs (it leaves
+held nodes alone).
 """
 
 import collections
@@ -80,8 +86,10 @@ class _GroupClaim:
         self.synced = synced
         self.plan = plan
         self.rows = rows
-        node_ids = ([m['node_id'] for m in plan['new']]
-                    + [m['node_id'] for m in plan['handovers']])
+        # NOTE: the new members of a failed group (drop_failed) have no
+        # node.
+        node_ids = [m['node_id'] for m in plan['new'] + plan['handovers']
+                    if m['node_id'] is not None]
         self.node_uuids = node_obj.Node.uuids_by_id(context, node_ids)
         # {member: the consumer generation sent for it}: null (a new
         # consumer), or 0 once a refusal suggests the empty record an
@@ -311,6 +319,30 @@ def claim(context, client, holds, synced, plan, rows):
             exception.PlacementConflict) as exc:
         raise exception.AllocationBackendFailed(
             reason='Placement could not be used: %s' % exc)
+
+
+def drop_failed(context, client, members):
+    """After a group failed: drop the claims its new and hand-over
+    members hold (an earlier owner's, which died after its POST), giving
+    hand-over units back to their sources, in one POST.  Never raises:
+    what is left is logged (the periodic sync releases claims no
+    allocation holds).
+
+    :param members: groups._failed_members().
+    """
+    def step():
+        _GroupClaim(context, client, None, None, members, {}
+                    ).drop_leftovers()
+    try:
+        placement.retry_concurrent_update(step)
+        return True
+    except Exception as exc:
+        # NOTE: Placement's refusals and our database's errors alike: the
+        # group's failure is written already and stands.
+        LOG.warning('The Placement claims left for the members of a failed '
+                    'allocation group could not be dropped; the periodic '
+                    'sync releases those no allocation holds: %s', exc)
+        return False
 
 
 def restore(client, claims):

@@ -3,6 +3,7 @@ over HTTP, a real conductor, our database and a real Placement.  The
 claims of a group are one POST /allocations; after every test Placement
 holds exactly what our database says, per consumer."""
 
+import time
 import types
 
 import fixtures
@@ -11,6 +12,7 @@ from oslo_utils import uuidutils
 from ironic_alloc.common import exception
 from ironic_alloc.conductor.backends import placement as placement_backend
 from ironic_alloc.conductor.backends import placement_claims
+from ironic_alloc.conductor.backends import placement_groups
 from ironic_alloc.conductor.backends import placement_sync
 from ironic_alloc.db import api as db_api
 from ironic_alloc.objects import node as node_obj
@@ -270,4 +272,70 @@ class TestGroups(test_api_allocation_groups._GroupTestCase,
         self.assertEqual({node.uuid: 1}, self.claims(new))
         self.assertEqual({third.uuid: 1}, self.claims(other))
         self.assertEqual({}, self.claims(old['uuid']))
+        self.assertAgree()
+
+    def test_failed_redrive_drops_claims_left_behind(self):
+        node = self.node(name='n1')
+        spare = self.node(name='n2')
+        self.node(name='n3')
+        self.sync()
+        old = self.allocate(candidate_nodes=['n1'])
+        new, other = _uuid(), _uuid()
+        # What a conductor that died after its POST leaves (made through
+        # the backend): the hand-over made, a new member's claim.
+        rows = {uuid: types.SimpleNamespace(owner=None, resource_class='gold')
+                for uuid in (new, other)}
+        placement_groups.claim(
+            self.context, self.client, placement_claims.ForeignHolds(),
+            placement_sync.SyncedProviders(),
+            {'releases': [], 'names': [],
+             'handovers': [{'uuid': new, 'from_uuid': old['uuid'],
+                            'node_id': node.id}],
+             'new': [{'uuid': other, 'node_id': spare.id}]}, rows)
+        self.assertEqual({node.uuid: 1}, self.claims(new))
+        self.assertEqual({spare.uuid: 1}, self.claims(other))
+        # Driven again, the group has no solution: it fails before any
+        # POST of its own, and the leftovers go with it.
+        group = self.created({
+            new: {'handover_from': old['uuid'], 'node': 'n1'},
+            other: {'resource_class': 'gold',
+                    'traits': ['CUSTOM_MISSING']}})
+        self.assertEqual('error', group['state'])
+        self.assertEqual({node.uuid: 1}, self.claims(old['uuid']))
+        self.assertEqual({}, self.claims(new))
+        self.assertEqual({}, self.claims(other))
+        self.assertAgree()
+
+    def released(self, consumers, timeout=30):
+        """Waits until none of ``consumers`` holds a claim (released by
+        a conductor after the API answered)."""
+        deadline = time.monotonic() + timeout
+        while any(self.claims(consumer) for consumer in consumers):
+            if time.monotonic() > deadline:
+                self.fail('claims of %s not released' % sorted(consumers))
+            time.sleep(0.05)
+
+    def test_delete_releases_claims_at_once(self):
+        self.node(name='n1')
+        self.node(name='n2')
+        self.node(name='n3')
+        self.sync()
+        gang = self.created({_uuid(): {'resource_class': 'gold',
+                                       'candidate_nodes': ['n2', 'n3']}
+                             for _ in range(2)})
+        self.assertEqual('active', gang['state'], gang)
+        old = self.allocate(candidate_nodes=['n1'])
+        new = _uuid()
+        handed = self.created({new: {'handover_from': old['uuid'],
+                                     'node': 'n1'}})
+        self.assertEqual('active', handed['state'], handed)
+        for group in (gang, handed):
+            status, body = self.call(
+                'DELETE', '/v1/allocation_groups/%s' % group['uuid'])
+            self.assertEqual(204, status, body)
+        self.released([m['uuid'] for m in gang['members']] + [new])
+        # Nothing else holds the nodes: single allocations get them at
+        # once (a claim still held would make them foreign holds).
+        for name in ('n1', 'n2', 'n3'):
+            self.allocate(candidate_nodes=[name])
         self.assertAgree()

@@ -507,6 +507,24 @@ class AllocationGroupsController(rest.RestController):
                  'members', {'group': group.uuid, 'count': len(released)})
         group_obj.notify(api.request.context, group, 'delete', 'success',
                          notifications.API_SERVICE)
-        # NOTE: what a backend keeps outside the database for the members
-        # (the Placement backend's claims) is released by its periodic
-        # work: no conductor takes part in this delete.
+        _release_members(api.request.context, released)
+
+
+def _release_members(context, released):
+    """Wake a conductor to release what its backend keeps outside the
+    database for the deleted members (the Placement backend's claims),
+    as a single allocation's DELETE does.  The delete is committed
+    already: with no conductor alive or a lost cast, the backend's
+    periodic work releases them."""
+    if not released:
+        return
+    try:
+        conductor = api.request.rpcapi.get_random_conductor(context,
+                                                            recent=True)
+    except exception.NoValidHost as exc:
+        LOG.warning('The members of a deleted allocation group are '
+                    'released outside the database by the periodic work '
+                    'only: %s', exc)
+        return
+    api.request.rpcapi.release_allocation_group(context, released,
+                                                conductor.hostname)

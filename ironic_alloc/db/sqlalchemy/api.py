@@ -2089,11 +2089,14 @@ def _reserve_for_allocation(conn, allocation_id, conductor_id, node_id,
     if any_of:
         # NOTE: the members of the any-of groups the node has are
         # requested traits too, as deploy templates see them.
-        traits.update(conn.execute(stmts.NODE_TRAITS_AMONG, {
-            'node_id': node_id, 'traits': any_of}).scalars())
-    if traits:
+        rows = conn.execute(stmts.NODE_INSTANCE_INFO_AND_TRAITS_AMONG, {
+            'node_id': node_id, 'traits': any_of}).all()
+        info = rows[0].instance_info
+        traits.update(row.trait for row in rows if row.trait is not None)
+    elif traits:
         info = conn.execute(stmts.NODE_INSTANCE_INFO,
                             {'node_id': node_id}).scalar()
+    if traits:
         conn.execute(stmts.SET_NODE_INSTANCE_INFO, {
             'node_id': node_id,
             'instance_info': dict(info or {}, traits=sorted(traits))})

@@ -209,11 +209,17 @@ ACTIVATE_ALLOCATION = ALLOCATIONS.update().where(
 NODE_INSTANCE_INFO = sa.select(NODES.c.instance_info).where(
     NODES.c.id == _bind('node_id', NODES.c.id))
 
-# The traits of node "node_id" among "traits" (the members of an
-# allocation's any-of groups: which of them the node brought).
-NODE_TRAITS_AMONG = sa.select(NODE_TRAITS.c.trait).where(
-    NODE_TRAITS.c.node_id == _bind('node_id', NODE_TRAITS.c.node_id),
-    NODE_TRAITS.c.trait.in_(sa.bindparam('traits', expanding=True)))
+# The instance_info of node "node_id" with, one row each, its traits
+# among "traits" (the members of an allocation's any-of groups: which of
+# them the node brought); one row with a NULL trait when it has none of
+# them.  One statement instead of two for a reservation with any-of
+# groups.
+NODE_INSTANCE_INFO_AND_TRAITS_AMONG = sa.select(
+    NODES.c.instance_info, NODE_TRAITS.c.trait).select_from(
+    NODES.outerjoin(NODE_TRAITS, sa.and_(
+        NODE_TRAITS.c.node_id == NODES.c.id,
+        NODE_TRAITS.c.trait.in_(sa.bindparam('traits', expanding=True))))
+).where(NODES.c.id == _bind('node_id', NODES.c.id))
 
 SET_NODE_INSTANCE_INFO = NODES.update().where(
     NODES.c.id == _bind('node_id', NODES.c.id)).values(

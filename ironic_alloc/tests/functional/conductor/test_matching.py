@@ -125,6 +125,19 @@ class TestTraitOperators(MatchingTestCase):
         self.assertEqual(['CUSTOM_A', 'CUSTOM_RACK_B'],
                          node.instance_info['traits'])
 
+    def test_any_of_members_join_existing_instance_info(self):
+        # Two members of the group and instance_info set before: both
+        # members are written beside what was there.
+        node = self.node('rack-ab', traits=['CUSTOM_RACK_A', 'CUSTOM_RACK_B'],
+                         instance_info={'image_source': 'img'})
+        allocation = self.allocate(
+            traits=['in:CUSTOM_RACK_A,CUSTOM_RACK_B,CUSTOM_RACK_C'])
+        self.assertEqual(node.id, allocation.node_id)
+        node.refresh()
+        self.assertEqual({'image_source': 'img',
+                          'traits': ['CUSTOM_RACK_A', 'CUSTOM_RACK_B']},
+                         node.instance_info)
+
 
 class TestMatchOperators(MatchingTestCase):
 

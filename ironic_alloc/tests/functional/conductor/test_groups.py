@@ -268,17 +268,8 @@ class TestHandBack(test_allocations.AllocationTestCase):
     def test_clean_stop_hands_groups_to_peer(self):
         for _ in range(4):
             utils.make_available_node(self.context)
-        leaving = ia_fixtures.ConductorFixture(
-            host='leaving-host', allocation_redrive_interval=3600)
-        leaving.setUp()
+        leaving = utils.start_leaving_conductor()
         leaving_id = leaving.service.conductor.id
-        # Its start-up re-drive pass must be over, or it would simply do
-        # the work itself before stopping.
-        for _ in range(500):
-            if any(w.runs for w in
-                   leaving.service.periodic_tasks.watchers()):
-                break
-            time.sleep(0.01)
         ids = [make_group(self.context, leaving_id, 2).id for _ in range(2)]
         leaving.cleanUp()  # graceful stop: hand back to us
         for group_id in ids:

@@ -9,6 +9,7 @@ from ironic_alloc.db.sqlalchemy import api as sqla_api
 from ironic_alloc.db.sqlalchemy import models
 from ironic_alloc.objects import allocation as allocation_obj
 from ironic_alloc.objects import node as node_obj
+from ironic_alloc.tests.functional import fixtures as ia_fixtures
 
 
 def make_node(context, **kw):
@@ -106,3 +107,18 @@ def check_invariant():
                             'not point back' % (node.uuid,
                                                 node.allocation_id))
     return problems
+
+
+def start_leaving_conductor(host='leaving-host'):
+    """A second conductor, started, that will be stopped by the test
+    (``cleanUp()``) to hand its work back; returned once its start-up
+    re-drive pass is over, or it would simply do the work it is given
+    before stopping."""
+    leaving = ia_fixtures.ConductorFixture(
+        host=host, allocation_redrive_interval=3600)
+    leaving.setUp()
+    for _ in range(500):
+        if any(w.runs for w in leaving.service.periodic_tasks.watchers()):
+            break
+        time.sleep(0.01)
+    return leaving

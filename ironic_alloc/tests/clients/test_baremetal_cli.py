@@ -207,5 +207,5 @@ class TestNodeCommands(base.ClientTestCase):
                   for s in self.cli_json('shard', 'list')}
         self.assertEqual(1, shards.get(shard))
 
-        for uuid in (node['uuid'], other['uuid']):
-            self.cli('node', 'delete', uuid)
+        for node_uuid in (node['uuid'], other['uuid']):
+            self.cli('node', 'delete', node_uuid)

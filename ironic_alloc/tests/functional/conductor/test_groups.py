@@ -26,7 +26,6 @@ from ironic_alloc.objects import conductor as conductor_obj
 from ironic_alloc.tests import base
 from ironic_alloc.tests.functional.conductor import test_allocations
 from ironic_alloc.tests.functional.conductor import utils
-from ironic_alloc.tests.functional import fixtures as ia_fixtures
 
 dbapi = db_api.get_instance()
 

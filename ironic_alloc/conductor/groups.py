@@ -73,16 +73,16 @@ def do_allocate_group(context, group_id, conductor_id, backend):
                                  unclaimable)
         solution = group_solver.solve(candidates)
         if solution.unmatched:
-            _fail_unmatched(group, conductor_id, solution, criteria,
-                            backend, bool(unclaimable))
+            _fail_unmatched(context, group, conductor_id, solution,
+                            criteria, backend, bool(unclaimable))
             return None
         plan = _plan(spec, rows, criteria, solution.assignment)
         try:
             claims = backend.claim_group(context, plan, rows)
         except exception.AllocationGroupClaimRefused as exc:
             if not exc.node_ids or attempt == retries:
-                _fail(group, conductor_id, backend, 'The group could not '
-                      'be claimed: %s' % exc)
+                _fail(context, group, conductor_id, backend,
+                      'The group could not be claimed: %s' % exc)
                 return None
             LOG.info('Allocation group %(group)s: %(error)s; solving again '
                      'without those nodes', {'group': group.uuid,
@@ -91,7 +91,7 @@ def do_allocate_group(context, group_id, conductor_id, backend):
             unclaimable.update(exc.node_ids)
             continue
         except exception.AllocationBackendFailed as exc:
-            _fail(group, conductor_id, backend, str(exc))
+            _fail(context, group, conductor_id, backend, str(exc))
             return None
         try:
             dbapi.commit_allocation_group(group.id, conductor_id, plan,
@@ -107,8 +107,8 @@ def do_allocate_group(context, group_id, conductor_id, backend):
         except exception.AllocationGroupCommitFailed as exc:
             backend.release_group_claims(claims)
             if not exc.solve_again or attempt == retries:
-                _fail(group, conductor_id, backend, 'The group could not '
-                      'be committed: %s' % exc)
+                _fail(context, group, conductor_id, backend,
+                      'The group could not be committed: %s' % exc)
                 return None
             LOG.info('Allocation group %(group)s: %(error)s; solving again',
                      {'group': group.uuid, 'error': exc})
@@ -197,8 +197,8 @@ def _plan(spec, rows, criteria, assignment):
     return plan
 
 
-def _fail_unmatched(group, conductor_id, solution, criteria, backend,
-                    refused):
+def _fail_unmatched(context, group, conductor_id, solution, criteria,
+                    backend, refused):
     """Fail a group some member of which got no node, naming the first
     such member with its funnel (and, when nodes match it, the members
     it competes with for too few nodes, or, when the backend ``refused``
@@ -224,11 +224,12 @@ def _fail_unmatched(group, conductor_id, solution, criteria, backend,
     if len(solution.unmatched) > 1:
         reason += (' %d other member(s) got no node either.'
                    % (len(solution.unmatched) - 1))
-    _fail(group, conductor_id, backend, reason,
+    _fail(context, group, conductor_id, backend, reason,
           {'member': member, 'funnel': funnel})
 
 
-def _fail(group, conductor_id, backend, reason, explanation=None):
+def _fail(context, group, conductor_id, backend, reason,
+          explanation=None):
     if dbapi.fail_allocation_group(group.id, conductor_id, reason,
                                    explanation=explanation):
         LOG.info('Allocation group %(group)s failed: %(reason)s',
@@ -239,9 +240,9 @@ def _fail(group, conductor_id, backend, reason, explanation=None):
         # claims for its members any more: drop them now, since the
         # backend's periodic work could not give a hand-over's unit back
         # to its source.
-        backend.release_failed_group(group._context,
+        backend.release_failed_group(context,
                                      _failed_members(group.spec or {}))
-        _notify_processed(group._context, group, 'error')
+        _notify_processed(context, group, 'error')
 
 
 def _failed_members(spec):

@@ -130,17 +130,26 @@ def release_quietly(client, allocation_uuid):
         return False
 
 
+def consumer_body(allocations, generation, project_id, user_id=CLAIM_USER,
+                  consumer_type=None):
+    """One consumer's claims as Placement takes them: the body of ``PUT
+    /allocations/{consumer}`` or one value of ``POST /allocations``
+    (``allocations`` {provider: {'resources': ...}}, empty to release;
+    a ``generation`` of None: the consumer must not exist yet)."""
+    return {'allocations': allocations,
+            'consumer_generation': generation,
+            'project_id': project_id, 'user_id': user_id,
+            'consumer_type': consumer_type or CONSUMER_TYPE}
+
+
 def claim_body(allocation, provider_uuid, resource_class,
                consumer_generation=None):
     """The body of ``PUT /allocations/{allocation.uuid}`` claiming one unit
     of ``resource_class`` on one provider (a consumer generation of None:
     the consumer must not exist yet)."""
-    return {'allocations': {provider_uuid: {
-                'resources': {resource_class: 1}}},
-            'consumer_generation': consumer_generation,
-            'project_id': allocation.owner or UNOWNED_PROJECT,
-            'user_id': CLAIM_USER,
-            'consumer_type': CONSUMER_TYPE}
+    return consumer_body(
+        {provider_uuid: {'resources': {resource_class: 1}}},
+        consumer_generation, allocation.owner or UNOWNED_PROJECT)
 
 
 class ForeignHolds:
@@ -609,9 +618,6 @@ def _release_provider(client, consumer, provider_uuid):
     if not kept:
         release(client, consumer)
         return
-    client.put(_consumer_path(consumer), {
-        'allocations': kept,
-        'consumer_generation': body['consumer_generation'],
-        'project_id': body['project_id'], 'user_id': body['user_id'],
-        'consumer_type': body.get('consumer_type', CONSUMER_TYPE)},
-        expected=(204,))
+    client.put(_consumer_path(consumer), consumer_body(
+        kept, body['consumer_generation'], body['project_id'],
+        body['user_id'], body.get('consumer_type')), expected=(204,))

@@ -53,13 +53,6 @@ LOG = log.getLogger(__name__)
 GroupClaims = collections.namedtuple('GroupClaims', 'written previous')
 
 
-def _entry(allocations, generation, project_id, user_id, consumer_type):
-    return {'allocations': allocations,
-            'consumer_generation': generation,
-            'project_id': project_id, 'user_id': user_id,
-            'consumer_type': consumer_type or placement_claims.CONSUMER_TYPE}
-
-
 def _read(client, consumer):
     """A consumer's claims as ``GET /allocations/{consumer}`` gives them
     (``allocations`` {provider: resources}, generation None when it
@@ -72,8 +65,9 @@ def _read(client, consumer):
 
 
 def _emptied(body):
-    return _entry({}, body.get('consumer_generation'), body['project_id'],
-                  body['user_id'], body.get('consumer_type'))
+    return placement_claims.consumer_body(
+        {}, body.get('consumer_generation'), body['project_id'],
+        body['user_id'], body.get('consumer_type'))
 
 
 class _GroupClaim:
@@ -110,10 +104,10 @@ class _GroupClaim:
 
     def _member_entry(self, uuid, provider, resources):
         row = self.rows[uuid]
-        return _entry({provider: {'resources': resources}},
-                      self.generations.get(uuid),
-                      row.owner or placement_claims.UNOWNED_PROJECT,
-                      placement_claims.CLAIM_USER, None)
+        return placement_claims.consumer_body(
+            {provider: {'resources': resources}},
+            self.generations.get(uuid),
+            row.owner or placement_claims.UNOWNED_PROJECT)
 
     def build(self):
         """:returns: (the POST's body, GroupClaims of what it writes)."""
@@ -268,11 +262,10 @@ class _GroupClaim:
                 self.context, member['from_uuid'])
             if holder is None or holder.node_id != member['node_id']:
                 continue
-            body[member['from_uuid']] = _entry(
+            body[member['from_uuid']] = placement_claims.consumer_body(
                 {provider: current['allocations'][provider]},
                 source.get('consumer_generation'),
-                holder.owner or placement_claims.UNOWNED_PROJECT,
-                placement_claims.CLAIM_USER, None)
+                holder.owner or placement_claims.UNOWNED_PROJECT)
         if body:
             LOG.info('Dropping the Placement claims left by an earlier '
                      'attempt for %s', ', '.join(sorted(body)))
@@ -362,11 +355,10 @@ def restore(client, claims):
                 if current['allocations']:
                     body[consumer] = _emptied(current)
                 continue
-            entry = _entry(before['allocations'],
-                           current.get('consumer_generation'),
-                           before['project_id'], before['user_id'],
-                           before.get('consumer_type'))
-            body[consumer] = entry
+            body[consumer] = placement_claims.consumer_body(
+                before['allocations'], current.get('consumer_generation'),
+                before['project_id'], before['user_id'],
+                before.get('consumer_type'))
         if body:
             client.post('/allocations', body, expected=(204,))
     try:

@@ -74,6 +74,18 @@ placement_opts = [
                     'Single node changes are synchronised as they happen; '
                     'this pass repairs what they missed. The first pass '
                     'runs when the conductor starts. 0 disables it.'),
+    cfg.IntOpt('claim_batch_size',
+               default=10,
+               mutable=True,
+               min=1,
+               help='The most claims of concurrent allocations a conductor '
+                    'sends to Placement in one POST /allocations. A claim '
+                    'made while another request of the conductor is in '
+                    'flight waits for it and goes with the next request, '
+                    'with the other claims waiting; a claim made when '
+                    'none is in flight is sent at once. A shared request '
+                    'costs Placement less CPU per claim than a request '
+                    'each. 1 sends every claim in its own PUT at once.'),
     cfg.IntOpt('sync_concurrency',
                default=4,
                mutable=True,

@@ -14,6 +14,7 @@ from ironic_alloc.common import context as ia_context
 from ironic_alloc.common import exception
 from ironic_alloc.common import placement
 from ironic_alloc.conductor.backends import base
+from ironic_alloc.conductor.backends import placement_batch
 from ironic_alloc.conductor.backends import placement_claims
 from ironic_alloc.conductor.backends import placement_groups
 from ironic_alloc.conductor.backends import placement_microversions
@@ -41,6 +42,8 @@ class PlacementBackend(base.AllocationBackend):
         self.client = client or new_client()
         self.synced_providers = placement_sync.SyncedProviders()
         self.foreign_holds = placement_claims.ForeignHolds()
+        self.claim_batcher = placement_batch.ClaimBatcher(
+            self.client, lambda: CONF.placement.claim_batch_size)
         # NOTE: one thread mirrors changed nodes to Placement after the
         # change, off the RPC and worker threads.
         self._sync_pool = None
@@ -97,7 +100,7 @@ class PlacementBackend(base.AllocationBackend):
             return placement_claims.reserve_some_node(
                 context, self.client, allocation, criteria, conductor_id,
                 self.foreign_holds, self.synced_providers,
-                first=prefetched)
+                first=prefetched, batcher=self.claim_batcher)
         except (exception.PlacementUnavailable,
                 exception.PlacementRequestFailed) as exc:
             # NOTE: keystoneauth1's timeout and retries bound each

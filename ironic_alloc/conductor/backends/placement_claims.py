@@ -82,6 +82,8 @@ UNKNOWN = 'unknown'
 # The consumer held a claim of its own already, made before a restart or
 # a take-over, and the node of that claim was reserved instead.
 RESUMED = 'resumed'
+# Claimed in a request shared with other allocations' claims.
+_SHARED = 'shared'
 
 
 def _known(client, path):
@@ -196,8 +198,9 @@ class _Claimer:
     """Claims, then reserves in the database, one allocation's node."""
 
     def __init__(self, context, client, allocation, criteria,
-                 conductor_id, holds, synced=None):
+                 conductor_id, holds, synced=None, batcher=None):
         self.context = context
+        self.batcher = batcher
         self.client = client
         self.allocation = allocation
         self.criteria = criteria
@@ -227,19 +230,40 @@ class _Claimer:
         :raises: AllocationLost (the claim released when the allocation
             is gone), Placement errors.
         """
-        outcome = self._claim(node_uuid)
-        if outcome == REFUSED and not self._held_by_others(node_uuid):
-            # NOTE: nothing holds the provider, yet its unit is refused:
-            # it is reserved, or has another class, in a Placement that
-            # lags behind our database.
-            outcome = self._repair_and_claim(node_uuid)
-        elif outcome == UNKNOWN:
-            outcome = self._repair_and_claim(node_uuid)
-        if outcome == RESUMED:
-            return self.resumed
-        if outcome == CLAIMED and self.reserve_claimed(node_id):
-            return node_id
-        return None
+        if self.batcher is not None and not self.batcher.begin(node_uuid):
+            # NOTE: another allocation of this conductor is claiming it.
+            return None
+        try:
+            outcome = self._claim_shared(node_uuid)
+            if outcome == REFUSED and not self._held_by_others(node_uuid):
+                # NOTE: nothing holds the provider, yet its unit is
+                # refused: it is reserved, or has another class, in a
+                # Placement that lags behind our database.
+                outcome = self._repair_and_claim(node_uuid)
+            elif outcome == UNKNOWN:
+                outcome = self._repair_and_claim(node_uuid)
+            if outcome == RESUMED:
+                return self.resumed
+            if outcome == CLAIMED and self.reserve_claimed(node_id):
+                return node_id
+            return None
+        finally:
+            if self.batcher is not None:
+                self.batcher.end(node_uuid)
+
+    def _claim_shared(self, provider_uuid):
+        """_claim(), in a request shared with the claims of concurrent
+        allocations (placement_batch) when the consumer is to be new."""
+        if self.batcher is None or self.consumer_generation is not None:
+            return self._claim(provider_uuid)
+        outcome = self.batcher.claim(
+            self.allocation.uuid, provider_uuid,
+            claim_body(self.allocation, provider_uuid, self.resource_class),
+            lambda: self._claim(provider_uuid), _SHARED)
+        if outcome == _SHARED:
+            self.claims_sent += 1
+            return CLAIMED
+        return outcome
 
     def _claim(self, provider_uuid):
         """One provider's claim, again after concurrent_update refusals.
@@ -428,7 +452,8 @@ def first_candidates(context, allocation, criteria):
 
 
 def reserve_some_node(context, client, allocation, criteria,
-                      conductor_id, holds, synced=None, first=None):
+                      conductor_id, holds, synced=None, first=None,
+                      batcher=None):
     """Pick, claim and reserve a node for an allocation.
 
     The node named like the allocation is tried first, then batches of
@@ -444,11 +469,12 @@ def reserve_some_node(context, client, allocation, criteria,
         on the spot.
     :param first: first_candidates(), read in the allocation's read
         transaction.
+    :param batcher: the conductor's placement_batch.ClaimBatcher.
     :returns: the reserved node id or None when candidates ran out.
     :raises: AllocationLost, PlacementUnavailable, PlacementRequestFailed.
     """
     claimer = _Claimer(context, client, allocation, criteria,
-                       conductor_id, holds, synced)
+                       conductor_id, holds, synced, batcher)
     if claimer.resource_class is None:
         return None
     named, batch = first or first_candidates(context, allocation, criteria)

@@ -6,6 +6,7 @@ answer it."""
 import threading
 
 from ironic_alloc.common import exception
+from ironic_alloc.common import states
 from ironic_alloc.conductor.backends import placement_batch
 from ironic_alloc.conductor.backends import placement_claims
 from ironic_alloc.tests.placement import test_allocations
@@ -236,3 +237,26 @@ class TestClaimBatcher(test_allocations.PlacementAllocationTestCase):
         self.assertEqual({'first': 'alone', 'second': 'alone'},
                          self.outcomes)
         self.assertEqual([], self.posts())
+
+
+class TestOneClaimPerProvider(test_allocations.PlacementAllocationTestCase):
+    """Two allocations of one conductor never claim one provider at once:
+    the second passes over the node while the first claims it."""
+
+    def test_node_being_claimed_is_passed_over(self):
+        first = self.node()
+        second = self.node()
+        self.sync()
+        batcher = self.service.backend.claim_batcher
+        # As if another allocation of this conductor were claiming it.
+        self.assertTrue(batcher.begin(first.uuid))
+        self.assertFalse(batcher.begin(first.uuid))
+        self.assertClaimed(self.allocate(), second)
+        # Nothing else is free while the claim goes on...
+        busy = self.allocate()
+        self.assertEqual(states.ALLOCATION_ERROR, busy.state)
+        self.assertEqual(set(), self.consumers(first.uuid))
+        # ...and the node is had once it ends.
+        batcher.end(first.uuid)
+        self.assertClaimed(self.allocate(), first)
+        self.assertInvariant()

@@ -99,8 +99,8 @@ class PlacementBackend(base.AllocationBackend):
         try:
             return placement_claims.reserve_some_node(
                 context, self.client, allocation, criteria, conductor_id,
-                self.foreign_holds, self.synced_providers,
-                first=prefetched, batcher=self.claim_batcher)
+                self.foreign_holds, self.claim_batcher,
+                self.synced_providers, first=prefetched)
         except (exception.PlacementUnavailable,
                 exception.PlacementRequestFailed) as exc:
             # NOTE: keystoneauth1's timeout and retries bound each

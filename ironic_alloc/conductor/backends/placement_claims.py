@@ -198,7 +198,7 @@ class _Claimer:
     """Claims, then reserves in the database, one allocation's node."""
 
     def __init__(self, context, client, allocation, criteria,
-                 conductor_id, holds, synced=None, batcher=None):
+                 conductor_id, holds, batcher, synced=None):
         self.context = context
         self.batcher = batcher
         self.client = client
@@ -230,7 +230,7 @@ class _Claimer:
         :raises: AllocationLost (the claim released when the allocation
             is gone), Placement errors.
         """
-        if self.batcher is not None and not self.batcher.begin(node_uuid):
+        if not self.batcher.begin(node_uuid):
             # NOTE: another allocation of this conductor is claiming it.
             return None
         try:
@@ -248,13 +248,12 @@ class _Claimer:
                 return node_id
             return None
         finally:
-            if self.batcher is not None:
-                self.batcher.end(node_uuid)
+            self.batcher.end(node_uuid)
 
     def _claim_shared(self, provider_uuid):
         """_claim(), in a request shared with the claims of concurrent
         allocations (placement_batch) when the consumer is to be new."""
-        if self.batcher is None or self.consumer_generation is not None:
+        if self.consumer_generation is not None:
             return self._claim(provider_uuid)
         outcome = self.batcher.claim(
             self.allocation.uuid, provider_uuid,
@@ -452,8 +451,8 @@ def first_candidates(context, allocation, criteria):
 
 
 def reserve_some_node(context, client, allocation, criteria,
-                      conductor_id, holds, synced=None, first=None,
-                      batcher=None):
+                      conductor_id, holds, batcher, synced=None,
+                      first=None):
     """Pick, claim and reserve a node for an allocation.
 
     The node named like the allocation is tried first, then batches of
@@ -465,16 +464,16 @@ def reserve_some_node(context, client, allocation, criteria,
     backend.  A named node is tried even when it is remembered as held.
 
     :param holds: the conductor's ForeignHolds.
+    :param batcher: the conductor's placement_batch.ClaimBatcher.
     :param synced: the conductor's SyncedProviders, for providers synced
         on the spot.
     :param first: first_candidates(), read in the allocation's read
         transaction.
-    :param batcher: the conductor's placement_batch.ClaimBatcher.
     :returns: the reserved node id or None when candidates ran out.
     :raises: AllocationLost, PlacementUnavailable, PlacementRequestFailed.
     """
     claimer = _Claimer(context, client, allocation, criteria,
-                       conductor_id, holds, synced, batcher)
+                       conductor_id, holds, batcher, synced)
     if claimer.resource_class is None:
         return None
     named, batch = first or first_candidates(context, allocation, criteria)

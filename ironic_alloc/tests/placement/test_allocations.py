@@ -457,7 +457,8 @@ class TestResume(PlacementAllocationTestCase):
         claimer = placement_claims._Claimer(
             self.context, self.client, allocation,
             allocations.criteria_of(allocation), self.me,
-            placement_claims.ForeignHolds())
+            placement_claims.ForeignHolds(),
+            self.service.backend.claim_batcher)
         self.assertRaises(exception.AllocationLost, claimer.reserve_claimed,
                           node.id)
         self.assertEqual({node.uuid}, self.claims(allocation.uuid))

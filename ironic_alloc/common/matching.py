@@ -18,6 +18,8 @@ The SQL of every operator is in ``db/sqlalchemy/statements.py``
 """
 
 import collections
+import functools
+import json
 import re
 
 from ironic_alloc.common import exception
@@ -245,7 +247,33 @@ def node_match_columns(properties):
     arch = properties.get('cpu_arch')
     arch = arch.strip() if isinstance(arch, str) else None
     columns['match_cpu_arch'] = arch if arch and _storable(arch) else None
+    columns['match_capabilities'] = capabilities_column(
+        node_capabilities(properties))
     return columns
+
+
+def traits_column(traits):
+    """A node's traits as the one value of nodes.match_traits."""
+    return json.dumps(sorted(set(traits)))
+
+
+def capabilities_column(capabilities):
+    """A node's capabilities ({name: value}) as the one value of
+    nodes.match_capabilities."""
+    return json.dumps(capabilities, sort_keys=True)
+
+
+@functools.lru_cache(maxsize=1024)
+def tally_traits(value):
+    """The set of traits of a match_traits value (None: none)."""
+    return frozenset(json.loads(value)) if value else frozenset()
+
+
+@functools.lru_cache(maxsize=1024)
+def tally_capabilities(value):
+    """The {name: value} of a match_capabilities value (None: none); the
+    same dict for the same value, not to be changed."""
+    return json.loads(value) if value else {}
 
 
 def _capability_text(value):

@@ -32,6 +32,7 @@ from ironic_alloc.conductor import manager
 from ironic_alloc.conductor import periodics
 from ironic_alloc.conductor import purge
 from ironic_alloc.conductor import registration
+from ironic_alloc.conductor import tallies
 from ironic_alloc.conductor import takeover
 from ironic_alloc.conductor import workers
 from ironic_alloc.conf import CONF
@@ -85,6 +86,7 @@ class ConductorService:
         self.takeover.release_own_locks()
         self.lease_expiry = leases.LeaseExpiry(self.backend)
         self.error_purge = purge.ErrorAllocationPurge()
+        self.tally_fold = tallies.TallyFold()
         self.backend.start()
         self.manager = manager.ConductorManager(
             self.host, self.pool, self.allocation_worker, self.backend)
@@ -185,4 +187,8 @@ class ConductorService:
             # take-over checks are disabled.
             (self.error_purge.spacing(),
              self.error_purge.purge_error_allocations, False),
+            # NOTE: every conductor folds (one at a time), whatever the
+            # take-over settings are; the option's minimum is 1.
+            (CONF.conductor.node_tally_fold_interval,
+             self.tally_fold.fold, True),
         ] + self.backend.periodic_tasks(reloading)

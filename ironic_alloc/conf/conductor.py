@@ -91,6 +91,16 @@ conductor_opts = [
                help='Seconds between periodic purges of allocations in '
                     'state error older than error_allocation_max_age. '
                     'Unused while error_allocation_max_age is 0.'),
+    cfg.IntOpt('node_tally_fold_interval',
+               default=2,
+               mutable=True,
+               min=1,
+               help='Seconds between the folds of node tally changes into '
+                    'the node tallies that explanations '
+                    '(POST /v1/allocations/explain) read. Every conductor '
+                    'folds, one at a time. Explanations are exact either '
+                    'way; they read the changes not yet folded too, so a '
+                    'longer interval makes them read more rows.'),
     cfg.IntOpt('graceful_shutdown_timeout',
                default=60,
                mutable=True,

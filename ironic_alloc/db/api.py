@@ -443,11 +443,13 @@ class Connection(metaclass=abc.ABCMeta):
 
     @abc.abstractmethod
     def explain_allocation(self, criteria, examples=0, project=None):
-        """The funnel of an allocation's criteria, in SQL, writing nothing.
+        """The funnel of an allocation's criteria, writing nothing.
 
         Starts from the nodes of the resource class; each step is one
         constraint of the search (statements.candidate_groups), in order,
         and counts the nodes it removes from those the steps before left.
+        The counts come from the node tallies (models.NODE_TALLIES), or,
+        for criteria naming candidates, from one pass over the nodes.
 
         :param examples: how many UUIDs of matching nodes to return.
         :param project: count only the nodes this project owns or leases.
@@ -455,6 +457,14 @@ class Connection(metaclass=abc.ABCMeta):
             of dicts: step, value, removed, remaining, description),
             matching_nodes, examples (UUIDs) and reason (the sentence of
             explain_no_candidates()).
+        """
+
+    @abc.abstractmethod
+    def fold_node_tallies(self, limit):
+        """Add the oldest changes of node tallies (at most ``limit``) to
+        the tallies and delete them, one fold at a time across conductors.
+
+        :returns: the number of changes folded (0 when there were none).
         """
 
     @abc.abstractmethod

@@ -84,7 +84,8 @@ def load_nodes(db_url, count, resource_class, traits=(), name_prefix='bench',
     nodes = models.Node.__table__
     node_traits = models.NodeTrait.__table__
     node_capabilities = models.NodeCapability.__table__
-    match_columns = matching.node_match_columns(properties or {})
+    match_columns = dict(matching.node_match_columns(properties or {}),
+                         match_traits=matching.traits_column(traits))
     capabilities = sorted(matching.node_capabilities(
         properties or {}).items())
     engine = _engine(db_url)

@@ -1,5 +1,6 @@
 """SQLAlchemy implementation of ironic_alloc.db.api.Connection."""
 
+import collections
 import datetime
 import os
 import threading
@@ -502,6 +503,16 @@ def _write_capabilities(session, node_id, properties):
                                           value=value))
 
 
+def _write_match_traits(session, node_id):
+    """Write a node's match_traits from its trait rows, in the caller's
+    transaction (after the rows changed)."""
+    traits = [row.trait for row in session.query(
+        models.NodeTrait.trait).filter_by(node_id=node_id)]
+    session.query(models.Node).filter_by(id=node_id).update(
+        {'match_traits': matching.traits_column(traits)},
+        synchronize_session=False)
+
+
 def _refusal(node, project):
     """Why ``node`` (a row of NODES_FOR_RESERVATION) cannot be reserved
     by a caller of ``project`` (None: sees every node), or None."""
@@ -538,6 +549,63 @@ _ALL_TAKEN = ('all matching nodes were reserved by concurrent allocations '
               'or locked by other operations')
 
 
+def _funnel_of_tallies(groups, params, rows):
+    """The funnel's counts (as stmts.funnel() gives them: the number of
+    the first constraint of ``groups`` each node fails, 0 for a match) of
+    the rows of stmts.tally_rows()."""
+    nodes = collections.Counter()
+    for row in rows:
+        nodes[tuple(row[:-1])] += row[-1]
+    counts = collections.Counter()
+    for values, count in nodes.items():
+        if not count:
+            continue
+        key = stmts.TallyKey(*values)
+        step = next((number for number, constraint in enumerate(groups[1:],
+                                                                1)
+                     if not constraint.tally(key, params)), 0)
+        counts[step] += count
+    return counts
+
+
+def _fold_tallies(conn, limit):
+    """Add at most ``limit`` of the oldest tally changes to the tallies
+    and delete them, in the caller's transaction, which holds the lock of
+    the folds.
+
+    :returns: the number of changes folded.
+    """
+    changes = conn.execute(stmts.TALLY_CHANGES_TO_FOLD,
+                           {'limit': limit}).all()
+    if not changes:
+        return 0
+    deltas = collections.Counter()
+    for change in changes:
+        deltas[tuple(change[2:])] += change.delta
+    tallies = {tuple(row[2:]): row for row in conn.execute(stmts.ALL_TALLIES)}
+    for key, delta in deltas.items():
+        tally = tallies.get(key)
+        if not delta:
+            continue
+        if tally is None:
+            conn.execute(stmts.INSERT_TALLY,
+                         dict(zip(models.TALLY_KEY, key), nodes=delta))
+        elif tally.nodes + delta == 0:
+            conn.execute(stmts.DELETE_TALLY, {'tally_id': tally.id})
+        else:
+            conn.execute(stmts.ADD_TO_TALLY, {'tally_id': tally.id,
+                                              'delta': delta})
+    ids = [change.id for change in changes]
+    for start in range(0, len(ids), _FOLD_DELETE_CHUNK):
+        conn.execute(stmts.DELETE_TALLY_CHANGES,
+                     {'ids': ids[start:start + _FOLD_DELETE_CHUNK]})
+    return len(changes)
+
+
+# Change rows deleted per statement by a fold.
+_FOLD_DELETE_CHUNK = 1000
+
+
 class _NodeNotReserved(Exception):
     """Rolls back a reservation whose node was no longer a candidate."""
 
@@ -562,8 +630,9 @@ class Connection(api.Connection):
         values = dict(values)
         traits = values.pop('traits', None) or []
         values.setdefault('uuid', uuidutils.generate_uuid())
-        values = dict(values, **matching.node_match_columns(
-            values.get('properties')))
+        values = dict(values, match_traits=matching.traits_column(traits),
+                      **matching.node_match_columns(
+                          values.get('properties')))
         node = models.Node()
         node.update(values)
         node.traits = [models.NodeTrait(trait=t) for t in sorted(set(traits))]
@@ -707,8 +776,11 @@ class Connection(api.Connection):
     @retry_on_conflict
     def set_node_traits(self, node_id, traits):
         with _session_for_write() as session:
+            # NOTE: the node's row lock orders the trait writes of one
+            # node, so that match_traits is written from every committed
+            # row.
             if not session.query(models.Node.id).filter_by(
-                    id=node_id).first():
+                    id=node_id).with_for_update().first():
                 raise exception.NodeNotFound(node=node_id)
             session.query(models.NodeTrait).filter_by(
                 node_id=node_id).delete()
@@ -717,31 +789,41 @@ class Connection(api.Connection):
             # NOTE: bump updated_at so clients see the node changed.
             session.query(models.Node).filter_by(id=node_id).update(
                 {'updated_at': datetime.datetime.now(
-                    datetime.timezone.utc).replace(tzinfo=None)},
+                    datetime.timezone.utc).replace(tzinfo=None),
+                 'match_traits': matching.traits_column(traits)},
                 synchronize_session=False)
 
     @retry_on_conflict
     def add_node_trait(self, node_id, trait):
         with _session_for_write() as session:
+            # NOTE: the node's row lock orders the trait writes of one
+            # node, so that match_traits is written from every committed
+            # row.
             if not session.query(models.Node.id).filter_by(
-                    id=node_id).first():
+                    id=node_id).with_for_update().first():
                 raise exception.NodeNotFound(node=node_id)
             exists = session.query(models.NodeTrait).filter_by(
                 node_id=node_id, trait=trait).first()
             if not exists:
                 session.add(models.NodeTrait(node_id=node_id, trait=trait))
+                session.flush()
+                _write_match_traits(session, node_id)
 
     @retry_on_conflict
     def delete_node_trait(self, node_id, trait):
         with _session_for_write() as session:
+            # NOTE: the node's row lock orders the trait writes of one
+            # node, so that match_traits is written from every committed
+            # row.
             if not session.query(models.Node.id).filter_by(
-                    id=node_id).first():
+                    id=node_id).with_for_update().first():
                 raise exception.NodeNotFound(node=node_id)
             count = session.query(models.NodeTrait).filter_by(
                 node_id=node_id, trait=trait).delete()
             if not count:
                 raise exception.NodeTraitNotFound(node_id=node_id,
                                                   trait=trait)
+            _write_match_traits(session, node_id)
 
     @retry_on_conflict
     def release_dead_reservations(self, timeout, abandoned_states,
@@ -1601,10 +1683,17 @@ class Connection(api.Connection):
             params = dict(params, c_visible_project=project)
         groups = stmts.candidate_groups(shape)
         with _connection_for_read() as conn:
-            counts = dict(conn.execute(stmts.funnel(shape, project),
-                                       params).all())
+            if shape.candidates:
+                # NOTE: a tally does not know which nodes it counts, so
+                # a candidate list needs the pass over the nodes.
+                counts = dict(conn.execute(stmts.funnel(shape, project),
+                                           params).all())
+            else:
+                counts = _funnel_of_tallies(
+                    groups, params, conn.execute(
+                        stmts.tally_rows(project), params))
             uuids = []
-            if examples:
+            if examples and counts.get(0):
                 uuids = list(conn.execute(
                     stmts.matching_uuids(shape, project,
                                          conn.dialect.name),
@@ -1633,6 +1722,20 @@ class Connection(api.Connection):
                 'nodes': start, 'steps': steps,
                 'matching_nodes': remaining, 'examples': uuids,
                 'reason': reason}
+
+    @retry_on_conflict
+    def fold_node_tallies(self, limit):
+        with _connection_for_read() as conn:
+            if conn.execute(stmts.ANY_TALLY_CHANGE).first() is None:
+                return 0
+        with _connection_for_write() as conn:
+            # NOTE: the lock first: the changes and tallies read after it
+            # are those the previous fold left (on MySQL too, whose
+            # snapshot starts at the first read).
+            conn.execute(stmts.LOCK_TALLY_FOLDS, {
+                'now': datetime.datetime.now(
+                    datetime.timezone.utc).replace(tzinfo=None)})
+            return _fold_tallies(conn, limit)
 
     @retry_on_conflict
     def reserve_node_for_allocation(self, allocation_id, conductor_id,

@@ -168,6 +168,12 @@ class Node(Base):
     match_memory_mb = sa.Column(sa.BigInteger, nullable=True)
     match_local_gb = sa.Column(sa.BigInteger, nullable=True)
     match_cpu_arch = sa.Column(exact_string(255), nullable=True)
+    # NOTE: the node's traits and capabilities as one value each
+    # (matching.traits_column, matching.capabilities_column), written with
+    # the rows of node_traits and node_capabilities in the same
+    # transaction: the key of the node's tally (NodeTally).
+    match_traits = sa.Column(sa.Text, nullable=True)
+    match_capabilities = sa.Column(sa.Text, nullable=True)
 
     traits = orm.relationship('NodeTrait', lazy='selectin',
                               cascade='all, delete-orphan',
@@ -331,3 +337,60 @@ class ProjectLock(Base):
     __tablename__ = 'project_locks'
     __table_args__ = (table_args(),)
     project_id = sa.Column(sa.String(255), primary_key=True)
+
+
+
+# The columns of a node's tally key (node_tallies), in order: columns of
+# the node, then, for each condition of the picking rule, whether the
+# node passes it (passes_<field>).  The triggers on nodes (migration
+# 6c2e9b4d8f17) compute the key of a node row.
+TALLY_NODE_COLUMNS = (
+    'resource_class', 'owner', 'lessee', 'conductor_group', 'match_cpus',
+    'match_memory_mb', 'match_local_gb', 'match_cpu_arch', 'match_traits',
+    'match_capabilities')
+TALLY_KEY = TALLY_NODE_COLUMNS + tuple(
+    'passes_%s' % condition.field for condition in picking.PICKABLE)
+
+
+def _tally_key_columns():
+    node = Node.__table__.c
+    columns = [sa.Column(name, node[name].type, nullable=True)
+               for name in TALLY_NODE_COLUMNS]
+    return columns + [sa.Column('passes_%s' % condition.field, sa.Boolean,
+                                nullable=False)
+                      for condition in picking.PICKABLE]
+
+
+# How many nodes have one tally key: the nodes of a class counted by
+# everything an explanation's funnel tests, so that an explanation reads
+# a row per kind of node instead of a row per node.  Folds keep one row
+# per key.
+#
+# The counts lag: each change of a node's key adds rows to
+# node_tally_changes (by triggers, in the node write's transaction), which
+# a conductor's periodic fold adds to these.  The tallies plus the changes
+# not yet folded, read by one statement, are the exact counts.
+NODE_TALLIES = sa.Table(
+    'node_tallies', Base.metadata,
+    sa.Column('id', sa.Integer, primary_key=True),
+    *_tally_key_columns(),
+    sa.Column('nodes', sa.Integer, nullable=False),
+    sa.Index('node_tallies_resource_class_idx', 'resource_class'),
+    **table_args())
+
+# A node entering (delta 1) or leaving (delta -1) a tally key.
+NODE_TALLY_CHANGES = sa.Table(
+    'node_tally_changes', Base.metadata,
+    sa.Column('id', sa.BigInteger().with_variant(sa.Integer, 'sqlite'),
+              primary_key=True),
+    *_tally_key_columns(),
+    sa.Column('delta', sa.Integer, nullable=False),
+    **table_args())
+
+# The one row (id 1) a fold locks first, so that the folds of several
+# conductors run one at a time.
+NODE_TALLY_FOLDS = sa.Table(
+    'node_tally_folds', Base.metadata,
+    sa.Column('id', sa.Integer, primary_key=True, autoincrement=False),
+    sa.Column('folded_at', sa.DateTime, nullable=True),
+    **table_args())

@@ -314,10 +314,12 @@ Shape = collections.namedtuple(
 # with words()) that explains why no node passed it and the constraints
 # before it, what it removes, in a few words (also formatted), and, for a
 # test of the node's rows in another table, that test as a RowTest (else
-# None).
+# None), and the same test of a node's tally key (a TallyKey): a function
+# of the key and the parameters that is true when the nodes of the key
+# pass (None for the candidate list, which a tally does not hold).
 Constraint = collections.namedtuple(
-    'Constraint', 'step param clauses reason removes rows',
-    defaults=(None,))
+    'Constraint', 'step param clauses reason removes rows tally',
+    defaults=(None, None))
 
 # The node has (present) or has not (not present) a row of ``table``
 # (node_traits or node_capabilities) for which ``condition`` holds.
@@ -371,11 +373,11 @@ def _node_has(table, counting, *conditions):
     return sa.exists().where(table.c.node_id == NODES.c.id, *conditions)
 
 
-def _row_constraint(step, param, test, counting, reason, removes):
+def _row_constraint(step, param, test, counting, reason, removes, tally):
     """A Constraint whose clause is ``test``, a RowTest."""
     clause = _node_has(test.table, counting, test.condition)
     return Constraint(step, param, [clause if test.present else ~clause],
-                      reason, removes, test)
+                      reason, removes, test, tally)
 
 
 def candidate_groups(shape, counting=False):
@@ -395,11 +397,13 @@ def candidate_groups(shape, counting=False):
     groups = [Constraint(
         'resource_class', 'c_resource_class',
         [n.resource_class == _bind('c_resource_class', n.resource_class)],
-        'no node has resource class "%(resource_class)s"', None)]
+        'no node has resource class "%(resource_class)s"', None,
+        tally=lambda key, p: key.resource_class == p['c_resource_class'])]
     for step, fields, removes in PICKING_STEPS:
         groups.append(Constraint(
             step, None, [_rule_clause(c) for c in picking.PICKABLE
-                   if c.field in fields], _UNAVAILABLE, removes))
+                   if c.field in fields], _UNAVAILABLE, removes,
+            tally=_passes_fields(fields)))
     if shape.owner:
         owner = _bind('c_owner', n.owner)
         groups.append(Constraint(
@@ -407,21 +411,24 @@ def candidate_groups(shape, counting=False):
             [sa.or_(n.owner == owner, n.lessee == owner)],
             'no available node of resource class "%(resource_class)s" is '
             'owned or leased by "%(owner)s"',
-            'not owned or leased by %(owner)s'))
+            'not owned or leased by %(owner)s',
+            tally=lambda key, p: p['c_owner'] in (key.owner, key.lessee)))
     for index in range(shape.traits):
         name = 'c_trait_%d' % index
         groups.append(_row_constraint(
             'trait', name,
             RowTest(NODE_TRAITS, trait == _bind(name, trait), True),
             counting, _PASSED + 'has all the traits %(traits)s',
-            'lack %%(%s)s' % name))
+            'lack %%(%s)s' % name,
+            lambda key, p, name=name: p[name] in key.traits))
     for index in range(shape.forbidden):
         name = 'c_forbidden_%d' % index
         groups.append(_row_constraint(
             'forbidden_trait', name,
             RowTest(NODE_TRAITS, trait == _bind(name, trait), False),
             counting, _PASSED + 'lacks the forbidden trait %%(%s)s' % name,
-            'have the forbidden %%(%s)s' % name))
+            'have the forbidden %%(%s)s' % name,
+            lambda key, p, name=name: p[name] not in key.traits))
     for index in range(shape.any_of):
         name = 'c_any_of_%d' % index
         groups.append(_row_constraint(
@@ -429,20 +436,23 @@ def candidate_groups(shape, counting=False):
             RowTest(NODE_TRAITS,
                     trait.in_(sa.bindparam(name, expanding=True)), True),
             counting, _PASSED + 'has one of the traits %%(%s)s' % name,
-            'have none of %%(%s)s' % name))
+            'have none of %%(%s)s' % name,
+            lambda key, p, name=name: not key.traits.isdisjoint(p[name])))
     for key in shape.minimums:
         name = 'c_min_%s' % key
         column = n['match_%s' % key]
         groups.append(Constraint(
             key, name, [column >= _bind(name, column)],
             _PASSED + 'has %s of at least %%(%s)s' % (key, name),
-            'have %s below %%(%s)s or unknown' % (key, name)))
+            'have %s below %%(%s)s or unknown' % (key, name),
+            tally=_at_least('match_%s' % key, name)))
     if shape.cpu_arch:
         groups.append(Constraint(
             'cpu_arch', 'c_cpu_arch',
             [n.match_cpu_arch == _bind('c_cpu_arch', n.match_cpu_arch)],
             _PASSED + 'has cpu_arch %(c_cpu_arch)s',
-            'not of cpu_arch %(c_cpu_arch)s'))
+            'not of cpu_arch %(c_cpu_arch)s',
+            tally=lambda key, p: key.match_cpu_arch == p['c_cpu_arch']))
     capabilities = models.NodeCapability.__table__.c
     for index in range(shape.capabilities):
         name = 'c_capability_name_%d' % index
@@ -455,7 +465,10 @@ def candidate_groups(shape, counting=False):
                 True),
             counting,
             _PASSED + 'has the capability %%(%s)s:%%(%s)s' % (name, value),
-            'without capability %%(%s)s:%%(%s)s' % (name, value)))
+            'without capability %%(%s)s:%%(%s)s' % (name, value),
+            lambda key, p, name=name, value=value: (
+                p[name] in key.capabilities
+                and key.capabilities[p[name]] == p[value])))
     if shape.candidates:
         groups.append(Constraint(
             'candidates', None,
@@ -470,8 +483,24 @@ def candidate_groups(shape, counting=False):
             [n.conductor_group == _bind('c_conductor_group',
                                         n.conductor_group)],
             _PASSED + 'is in conductor group "%(c_conductor_group)s"',
-            'not in conductor group "%(c_conductor_group)s"'))
+            'not in conductor group "%(c_conductor_group)s"',
+            tally=lambda key, p: (
+                key.conductor_group == p['c_conductor_group'])))
     return groups
+
+
+def _passes_fields(fields):
+    """The tally test of the picking rule's conditions on ``fields``."""
+    names = ['passes_%s' % field for field in fields]
+    return lambda key, p: all(getattr(key, name) for name in names)
+
+
+def _at_least(column, param):
+    """The tally test of a minimum: NULL (unknown) never passes."""
+    def test(key, p):
+        number = getattr(key, column)
+        return number is not None and number >= p[param]
+    return test
 
 
 def words(criteria, params):
@@ -613,12 +642,13 @@ def constraint_value(constraint, params):
     return params[constraint.param]
 
 
-def _visible(project):
-    """Nodes a project sees (as GET /v1/nodes shows them to it)."""
+def _visible(project, columns=NODES.c):
+    """Nodes a project sees (as GET /v1/nodes shows them to it), of
+    ``columns``: the nodes' or their tallies'."""
     if not project:
         return []
-    visible = _bind('c_visible_project', NODES.c.owner)
-    return [sa.or_(NODES.c.owner == visible, NODES.c.lessee == visible)]
+    visible = _bind('c_visible_project', columns.owner)
+    return [sa.or_(columns.owner == visible, columns.lessee == visible)]
 
 
 def funnel(shape, project):
@@ -644,6 +674,79 @@ def funnel(shape, project):
         return sa.select(passes.c.step, sa.func.count()).group_by(
             passes.c.step)
     return _cached(('funnel', shape, bool(project)), build)
+
+
+# Node tallies (models.NODE_TALLIES): the counts an explanation reads.
+
+TALLIES = models.NODE_TALLIES
+TALLY_CHANGES = models.NODE_TALLY_CHANGES
+
+
+class TallyKey(collections.namedtuple('TallyKey', models.TALLY_KEY)):
+    """A tally key as the tally tests of candidate_groups() read it."""
+
+    __slots__ = ()
+
+    @property
+    def traits(self):
+        return matching.tally_traits(self.match_traits)
+
+    @property
+    def capabilities(self):
+        return matching.tally_capabilities(self.match_capabilities)
+
+
+def tally_rows(project):
+    """Every tally key of the class "c_resource_class" with a count: the
+    folded tallies and the changes not yet folded, by one statement (so
+    both are read at one moment); the sum of a key's counts is its number
+    of nodes.
+
+    :param project: only the keys of nodes this project owns or leases
+        (bind parameter "c_visible_project"), or False for all.
+    """
+    def build():
+        parts = []
+        for table, count in ((TALLIES, TALLIES.c.nodes),
+                             (TALLY_CHANGES, TALLY_CHANGES.c.delta)):
+            parts.append(sa.select(
+                *[table.c[name] for name in models.TALLY_KEY],
+                count.label('nodes')).where(
+                    table.c.resource_class == _bind(
+                        'c_resource_class', table.c.resource_class),
+                    *_visible(project, table.c)))
+        return sa.union_all(*parts)
+    return _cached(('tally_rows', bool(project)), build)
+
+
+# Folding (db api fold_node_tallies): the lock, the oldest changes, every
+# tally.
+LOCK_TALLY_FOLDS = models.NODE_TALLY_FOLDS.update().where(
+    models.NODE_TALLY_FOLDS.c.id == 1).values(
+        folded_at=sa.bindparam('now'))
+
+ANY_TALLY_CHANGE = sa.select(TALLY_CHANGES.c.id).limit(1)
+
+TALLY_CHANGES_TO_FOLD = sa.select(
+    TALLY_CHANGES.c.id, TALLY_CHANGES.c.delta,
+    *[TALLY_CHANGES.c[name] for name in models.TALLY_KEY]).order_by(
+        TALLY_CHANGES.c.id).limit(sa.bindparam('limit'))
+
+ALL_TALLIES = sa.select(
+    TALLIES.c.id, TALLIES.c.nodes,
+    *[TALLIES.c[name] for name in models.TALLY_KEY])
+
+DELETE_TALLY_CHANGES = TALLY_CHANGES.delete().where(
+    TALLY_CHANGES.c.id.in_(sa.bindparam('ids', expanding=True)))
+
+INSERT_TALLY = TALLIES.insert()
+
+ADD_TO_TALLY = TALLIES.update().where(
+    TALLIES.c.id == sa.bindparam('tally_id')).values(
+        nodes=TALLIES.c.nodes + sa.bindparam('delta'))
+
+DELETE_TALLY = TALLIES.delete().where(
+    TALLIES.c.id == sa.bindparam('tally_id'))
 
 
 def matching_uuids(shape, project, dialect):

@@ -109,16 +109,34 @@ class TestNodeProperties(base.TestCase):
     def test_columns(self):
         self.assertEqual(
             {'match_cpus': 4, 'match_memory_mb': 2048,
-             'match_local_gb': None, 'match_cpu_arch': 'x86_64'},
+             'match_local_gb': None, 'match_cpu_arch': 'x86_64',
+             'match_capabilities': '{"boot_mode": "uefi", "x": "1"}'},
             matching.node_match_columns({'cpus': '4', 'memory_mb': 2048,
                                          'local_gb': 'many',
-                                         'cpu_arch': 'x86_64 '}))
-        empty = dict.fromkeys(('match_cpus', 'match_memory_mb',
-                               'match_local_gb', 'match_cpu_arch'))
+                                         'cpu_arch': 'x86_64 ',
+                                         'capabilities': 'x:1,boot_mode:'
+                                                         'uefi'}))
+        empty = dict(dict.fromkeys(('match_cpus', 'match_memory_mb',
+                                    'match_local_gb', 'match_cpu_arch')),
+                     match_capabilities='{}')
         self.assertEqual(empty, matching.node_match_columns(None))
         self.assertEqual(empty, matching.node_match_columns({}))
         self.assertEqual(empty, matching.node_match_columns(
             {'cpu_arch': ' '}))
+
+    def test_tally_columns(self):
+        # The one value of a node's traits or capabilities does not
+        # depend on their order, and reads back as what was written.
+        self.assertEqual(matching.traits_column(['B', 'A', 'B']),
+                         matching.traits_column(['A', 'B']))
+        self.assertEqual(frozenset({'A', 'B'}), matching.tally_traits(
+            matching.traits_column(['B', 'A'])))
+        self.assertEqual(frozenset(), matching.tally_traits(None))
+        self.assertEqual(matching.capabilities_column({'b': '1', 'a': '2'}),
+                         matching.capabilities_column({'a': '2', 'b': '1'}))
+        self.assertEqual({'a': '2'}, matching.tally_capabilities(
+            matching.capabilities_column({'a': '2'})))
+        self.assertEqual({}, matching.tally_capabilities(None))
 
     def test_capabilities(self):
         self.assertEqual(

@@ -17,6 +17,9 @@ the reason when that server is not there, except when CI=true, where a
 missing server is a failure.
 """
 
+import importlib.util
+import os
+
 from alembic import script as alembic_script
 from oslo_db import exception as db_exc
 from oslo_db.sqlalchemy import enginefacade
@@ -25,6 +28,7 @@ from oslo_db.sqlalchemy import test_migrations
 from oslo_db.sqlalchemy import types as db_types
 import sqlalchemy as sa
 
+from ironic_alloc.common import picking
 from ironic_alloc.db import migration
 from ironic_alloc.db.sqlalchemy import models
 from ironic_alloc.tests import base
@@ -435,6 +439,94 @@ class MigrationCheckersMixin:
             self.assertEqual((False, None, None),
                              (bool(row[0]), row[1], row[2]))
             conn.execute(sa.text('DELETE FROM nodes'))
+
+    _TALLY_NODES = (
+        # uuid, traits, capabilities string, held by an instance
+        ('6c2e9b4d-0000-4000-8000-000000000001', ['CUSTOM_B', 'CUSTOM_A'],
+         'boot_mode:uefi', False),
+        ('6c2e9b4d-0000-4000-8000-000000000002', ['CUSTOM_A', 'CUSTOM_B'],
+         'boot_mode:uefi', False),
+        ('6c2e9b4d-0000-4000-8000-000000000003', [], None, True),
+    )
+
+    def _pre_upgrade_6c2e9b4d8f17(self, engine):
+        with engine.begin() as conn:
+            for node_uuid, traits, capabilities, held in self._TALLY_NODES:
+                conn.execute(sa.text(
+                    "INSERT INTO nodes (uuid, driver, maintenance, "
+                    "protected, retired, console_enabled, resource_class, "
+                    "provision_state, power_state, instance_uuid, "
+                    "conductor_group, disable_power_off) VALUES (:uuid, "
+                    "'fake-hardware', :false, :false, :false, :false, "
+                    "'rc-tally', 'available', 'power off', :instance, '', "
+                    ":false)"), {'uuid': node_uuid, 'false': False,
+                                 'instance': node_uuid if held else None})
+                node_id = conn.execute(sa.text(
+                    'SELECT id FROM nodes WHERE uuid = :uuid'),
+                    {'uuid': node_uuid}).scalar()
+                for trait in traits:
+                    conn.execute(sa.text(
+                        'INSERT INTO node_traits (node_id, trait) '
+                        'VALUES (:id, :trait)'),
+                        {'id': node_id, 'trait': trait})
+                if capabilities:
+                    name, value = capabilities.split(':')
+                    conn.execute(sa.text(
+                        'INSERT INTO node_capabilities (node_id, name, '
+                        'value) VALUES (:id, :name, :value)'),
+                        {'id': node_id, 'name': name, 'value': value})
+
+    def _check_6c2e9b4d8f17(self, engine, data):
+        path = os.path.join(os.path.dirname(migration.__file__),
+                            'sqlalchemy', 'alembic', 'versions',
+                            '6c2e9b4d8f17_node_tallies.py')
+        spec = importlib.util.spec_from_file_location('node_tallies', path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        # The frozen conditions are the picking rule's.
+        self.assertEqual(
+            [(c.field, picking.sql_text((c.field,)))
+             for c in picking.PICKABLE],
+            list(module.PICKING_CONDITIONS))
+        self.assertEqual(models.TALLY_KEY, module.KEY)
+        tallies = sa.table('node_tallies', sa.column('match_traits'),
+                           sa.column('match_capabilities'),
+                           sa.column('passes_instance_uuid'),
+                           sa.column('resource_class'), sa.column('nodes'))
+        changes = sa.table('node_tally_changes', sa.column('delta'),
+                           sa.column('passes_instance_uuid'))
+        with engine.begin() as conn:
+            # The nodes enrolled before: their traits and capabilities as
+            # one value each, counted by key.
+            rows = sorted(
+                (r.match_traits, r.match_capabilities,
+                 bool(r.passes_instance_uuid), r.nodes)
+                for r in conn.execute(sa.select(tallies).where(
+                    tallies.c.resource_class == 'rc-tally')))
+            self.assertEqual(
+                [('["CUSTOM_A", "CUSTOM_B"]', '{"boot_mode": "uefi"}',
+                  True, 2), ('[]', '{}', False, 1)], rows)
+            self.assertEqual(1, conn.execute(sa.text(
+                'SELECT id FROM node_tally_folds')).scalar())
+            # The triggers: an update that changes no key column writes
+            # nothing; one that does leaves the old key and enters the
+            # new one; a deletion leaves its key.
+            conn.execute(sa.text(
+                "UPDATE nodes SET description = 'x' WHERE uuid = :uuid"),
+                {'uuid': self._TALLY_NODES[0][0]})
+            self.assertEqual([], conn.execute(sa.select(changes)).all())
+            conn.execute(sa.text(
+                'UPDATE nodes SET instance_uuid = uuid WHERE uuid = :uuid'),
+                {'uuid': self._TALLY_NODES[0][0]})
+            self.assertEqual([(-1, True), (1, False)], sorted(
+                (r.delta, bool(r.passes_instance_uuid))
+                for r in conn.execute(sa.select(changes))))
+            conn.execute(sa.text('DELETE FROM node_tally_changes'))
+            conn.execute(sa.text('DELETE FROM nodes'))
+            self.assertEqual([-1] * 3, [r.delta for r in conn.execute(
+                sa.select(changes))])
+            conn.execute(sa.text('DELETE FROM node_tally_changes'))
+            conn.execute(sa.text('DELETE FROM node_tallies'))
 
     def _insert(self, engine, table, values):
         with engine.begin() as conn:

@@ -1,9 +1,13 @@
 """Helpers for conductor-level tests: node factories and the invariant."""
 
+import collections
 import time
 
 from oslo_utils import uuidutils
+import sqlalchemy as sa
 
+from ironic_alloc.common import matching
+from ironic_alloc.common import picking
 from ironic_alloc.common import states
 from ironic_alloc.db.sqlalchemy import api as sqla_api
 from ironic_alloc.db.sqlalchemy import models
@@ -106,7 +110,66 @@ def check_invariant():
             problems.append('node %s points to allocation %s which does '
                             'not point back' % (node.uuid,
                                                 node.allocation_id))
-    return problems
+    return problems + check_tallies()
+
+
+def live_tallies():
+    """The node tallies computed from the node rows, their traits and
+    capabilities, as {tally key tuple: nodes}, without the triggers."""
+    with sqla_api._session_for_read() as session:
+        nodes = session.query(models.Node).all()
+        traits, capabilities = {}, {}
+        for row in session.query(models.NodeTrait):
+            traits.setdefault(row.node_id, []).append(row.trait)
+        for row in session.query(models.NodeCapability):
+            capabilities.setdefault(row.node_id, {})[row.name] = row.value
+    counts = collections.Counter()
+    for node in nodes:
+        values = {name: getattr(node, name)
+                  for name in models.TALLY_NODE_COLUMNS}
+        values['match_traits'] = matching.traits_column(
+            traits.get(node.id, []))
+        values['match_capabilities'] = matching.capabilities_column(
+            capabilities.get(node.id, {}))
+        for condition in picking.PICKABLE:
+            values['passes_%s' % condition.field] = picking.holds(
+                condition, getattr(node, condition.field))
+        counts[tuple(values[name] for name in models.TALLY_KEY)] += 1
+    return counts
+
+
+def stored_tallies():
+    """The node tallies as the database holds them: the folded tallies
+    plus the changes not yet folded, as {tally key tuple: nodes}."""
+    counts = collections.Counter()
+    with sqla_api._session_for_read() as session:
+        for table, column in ((models.NODE_TALLIES, 'nodes'),
+                              (models.NODE_TALLY_CHANGES, 'delta')):
+            for row in session.execute(sa.select(
+                    *[table.c[name] for name in models.TALLY_KEY],
+                    table.c[column])):
+                counts[tuple(row[:-1])] += row[-1]
+    return +counts
+
+
+def check_tallies(attempts=5):
+    """The stored node tallies equal the live ones.
+
+    NOTE: the two are read by separate statements, so a write between them
+    (a conductor's periodic task) may make them differ for a moment: a
+    difference must last ``attempts`` reads to count.
+
+    :returns: list of problems.
+    """
+    for attempt in range(attempts):
+        live, stored = live_tallies(), stored_tallies()
+        if live == stored:
+            return []
+        time.sleep(0.2)
+    return ['node tallies differ from the nodes: %s' % sorted(
+        (key, stored.get(key, 0), live.get(key, 0))
+        for key in set(live) | set(stored)
+        if live.get(key, 0) != stored.get(key, 0))]
 
 
 def start_leaving_conductor(host='leaving-host'):

@@ -18,6 +18,8 @@ import dataclasses
 import threading
 import time
 
+import sqlalchemy as sa
+
 from tools.bench import bulk
 from tools.bench import client as api_client
 from tools.bench import phases
@@ -154,6 +156,34 @@ def load_fleet(settings, options, stop):
     return uuids
 
 
+def wait_for_folds(db_url, stop, timeout=600, poll=0.5):
+    """Wait until the conductors folded the tally changes the load wrote
+    (a bulk load of N nodes writes about N of them; until they are
+    folded, every explanation reads them).
+
+    :returns: the seconds waited, or None when changes were left at the
+        timeout.
+    """
+    from ironic_alloc.db.sqlalchemy import models
+
+    changes = models.NODE_TALLY_CHANGES
+    engine = bulk._engine(db_url)
+    started = time.perf_counter()
+    try:
+        while not stop.is_set():
+            with engine.connect() as conn:
+                left = conn.execute(sa.select(changes.c.id).limit(
+                    1)).first()
+            if left is None:
+                return time.perf_counter() - started
+            if time.perf_counter() - started > timeout:
+                return None
+            stop.wait(poll)
+    finally:
+        engine.dispose()
+    return None
+
+
 def body_of(settings, fields):
     return dict(fields, resource_class=settings.resource_class)
 
@@ -268,9 +298,12 @@ def run(settings, options, stop=None):
     """
     stop = stop or threading.Event()
     uuids = []
+    folded = 0.0
     if options.enroll:
         uuids = load_fleet(settings, options, stop)
     try:
+        if options.db_url:
+            folded = wait_for_folds(options.db_url, stop)
         before = _allocation_count(settings)
         asked = ask(settings, options, len(uuids) or options.nodes, stop)
         after = _allocation_count(settings)
@@ -281,8 +314,12 @@ def run(settings, options, stop=None):
         asked['problems'].append(
             'allocations before and after the run: %s and %s (expected none: '
             'an explanation writes nothing)' % (before, after))
+    if folded is None:
+        asked['problems'].append('tally changes were still unfolded 600 s '
+                                 'after the load')
     every = [s for values in asked['latencies'].values() for s in values]
     return {
+        'fold_seconds': folded,
         'nodes': len(uuids) or options.nodes,
         'concurrency': settings.concurrency,
         'requests': len(every),

@@ -564,6 +564,9 @@ def format_explain(result):
                  result['nodes'], result['concurrency'], result['requests'],
                  result['seconds'],
                  _num(result['per_second'], '%.1f'))]
+    if result.get('fold_seconds') is not None:
+        lines.append('the load\'s tally changes were folded %.1f s after '
+                     'it ended' % result['fold_seconds'])
     lines += _table(header, rows)
     p99 = result['latency']['p99']
     target = result['target_p99']

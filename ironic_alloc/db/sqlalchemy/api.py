@@ -555,15 +555,18 @@ def _funnel_of_tallies(groups, params, rows):
     the rows of stmts.tally_rows()."""
     nodes = collections.Counter()
     for row in rows:
-        nodes[tuple(row[:-1])] += row[-1]
+        nodes[row[:-1]] += row[-1]
+    tests = [constraint.tally for constraint in groups[1:]]
     counts = collections.Counter()
     for values, count in nodes.items():
         if not count:
             continue
         key = stmts.TallyKey(*values)
-        step = next((number for number, constraint in enumerate(groups[1:],
-                                                                1)
-                     if not constraint.tally(key, params)), 0)
+        step = 0
+        for number, test in enumerate(tests, 1):
+            if not test(key, params):
+                step = number
+                break
         counts[step] += count
     return counts
 

@@ -17,6 +17,7 @@ cheap to plan.
 """
 
 import collections
+import operator
 
 import sqlalchemy as sa
 from sqlalchemy.dialects import mysql
@@ -385,12 +386,18 @@ def candidate_groups(shape, counting=False):
     explanation's funnel; parameters from candidate_shape().
 
     The first one, the resource class, is where the funnel starts; each
-    later one removes nodes from what the ones before left.
+    later one removes nodes from what the ones before left.  Built once
+    per shape (they hold bind parameters, never values).
 
     :param counting: the form for classifying every node of the class
         (the funnel) rather than for finding a few (the same answer).
-    :returns: list of Constraint.
+    :returns: tuple of Constraint.
     """
+    return _cached(('groups', shape, counting), _candidate_groups, shape,
+                   counting)
+
+
+def _candidate_groups(shape, counting):
     n = NODES.c
     trait = NODE_TRAITS.c.trait
 
@@ -486,13 +493,16 @@ def candidate_groups(shape, counting=False):
             'not in conductor group "%(c_conductor_group)s"',
             tally=lambda key, p: (
                 key.conductor_group == p['c_conductor_group'])))
-    return groups
+    return tuple(groups)
 
 
 def _passes_fields(fields):
     """The tally test of the picking rule's conditions on ``fields``."""
-    names = ['passes_%s' % field for field in fields]
-    return lambda key, p: all(getattr(key, name) for name in names)
+    passes = operator.itemgetter(*[models.TALLY_KEY.index('passes_%s' % f)
+                                   for f in fields])
+    if len(fields) == 1:
+        return lambda key, p: passes(key)
+    return lambda key, p: all(passes(key))
 
 
 def _at_least(column, param):

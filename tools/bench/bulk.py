@@ -155,6 +155,28 @@ def delete_nodes(db_url, node_uuids, batch=BATCH):
     return deleted
 
 
+def settle(db_url):
+    """Vacuum and analyze what a load wrote, as autovacuum (PostgreSQL)
+    or InnoDB's automatic statistics would in the minutes after it: dead
+    rows gone and the planner's statistics gathered, so that a
+    measurement that follows sees a fleet's steady state, not the
+    database catching up with the load.  SQLite is left alone.
+    """
+    engine = _engine(db_url)
+    try:
+        with engine.connect() as conn:
+            conn = conn.execution_options(isolation_level='AUTOCOMMIT')
+            if conn.dialect.name == 'postgresql':
+                conn.execute(sa.text('VACUUM ANALYZE'))
+            elif conn.dialect.name in ('mysql', 'mariadb'):
+                from ironic_alloc.db.sqlalchemy import models
+                conn.execute(sa.text('ANALYZE TABLE %s' % ', '.join(
+                    table.name for table in
+                    models.Base.metadata.sorted_tables)))
+    finally:
+        engine.dispose()
+
+
 def wipe(db_url):
     """Drop every ironic_alloc table and the alembic version table.
 

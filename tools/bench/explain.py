@@ -3,10 +3,11 @@
 A fleet that gives every step of the funnel something to remove (held,
 in maintenance, without a power state, retired, owned by other projects,
 in other conductor groups, lacking or having traits, small memory) is
-bulk-loaded; ``concurrency`` clients, each with its own keep-alive
-connection, then ask for the explanations of a few requests in turn, from
-a plain one to one using every operator of the matching language, and the
-latency of every answer is recorded.
+bulk-loaded, its tally changes folded by the service's conductors and the
+database vacuumed and analyzed (bulk.settle); ``concurrency`` clients,
+each with its own keep-alive connection, then ask for the explanations of
+a few requests in turn, from a plain one to one using every operator of
+the matching language, and the latency of every answer is recorded.
 
 Every answer is checked: status 200, its removals plus its matching nodes
 equal its starting count, which is the fleet size, and every answer to
@@ -172,8 +173,8 @@ def wait_for_folds(db_url, stop, timeout=600, poll=0.5):
     try:
         while not stop.is_set():
             with engine.connect() as conn:
-                left = conn.execute(sa.select(changes.c.id).limit(
-                    1)).first()
+                left = conn.execute(sa.select(changes.c.id).order_by(
+                    changes.c.id).limit(1)).first()
             if left is None:
                 return time.perf_counter() - started
             if time.perf_counter() - started > timeout:
@@ -304,6 +305,8 @@ def run(settings, options, stop=None):
     try:
         if options.db_url:
             folded = wait_for_folds(options.db_url, stop)
+            if uuids:
+                bulk.settle(options.db_url)
         before = _allocation_count(settings)
         asked = ask(settings, options, len(uuids) or options.nodes, stop)
         after = _allocation_count(settings)

@@ -556,19 +556,77 @@ def _funnel_of_tallies(groups, params, rows):
     nodes = collections.Counter()
     for row in rows:
         nodes[row[:-1]] += row[-1]
-    tests = [constraint.tally for constraint in groups[1:]]
+    steps = _TALLY_STEPS.steps(groups, params)
+    if len(steps) > 2 * len(nodes) + _TallyStepCache.SPARE_KEYS:
+        # NOTE: keys of nodes changed since (a tally key is forgotten
+        # when its last node leaves it).
+        steps.clear()
     counts = collections.Counter()
     for values, count in nodes.items():
         if not count:
             continue
-        key = stmts.TallyKey(*values)
-        step = 0
-        for number, test in enumerate(tests, 1):
-            if not test(key, params):
-                step = number
-                break
+        step = steps.get(values)
+        if step is None:
+            step = steps[values] = _first_failed(groups, params, values)
         counts[step] += count
     return counts
+
+
+def _first_failed(groups, params, values):
+    """The number of the first constraint of ``groups`` (from 1) the
+    nodes of the tally key ``values`` fail, 0 when they pass all."""
+    key = stmts.TallyKey(*values)
+    for number, constraint in enumerate(groups[1:], 1):
+        if not constraint.tally(key, params):
+            return number
+    return 0
+
+
+class _TallyStepCache:
+    """What _first_failed() answered, per criteria: a pure function of
+    the criteria and the key, and the keys of a fleet are few and
+    long-lived, so an explanation of criteria asked recently classifies
+    only the keys it has not seen.  The criteria asked last are kept.
+    """
+
+    # Criteria kept, and keys kept beyond twice those of the class.
+    SIZE = 64
+    SPARE_KEYS = 1000
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._by_criteria = collections.OrderedDict()
+
+    def steps(self, groups, params):
+        """{key values: step} for these constraints and parameters; the
+        caller adds what it computes."""
+        criteria = (id(groups), tuple(sorted(
+            (name, tuple(value) if isinstance(value, list) else value)
+            for name, value in params.items())))
+        with self._lock:
+            steps = self._by_criteria.get(criteria)
+            if steps is None:
+                # NOTE: the groups themselves are held too, so that their
+                # id is not reused while the entry lives.
+                steps = self._by_criteria[criteria] = _StepsOf(groups)
+                if len(self._by_criteria) > self.SIZE:
+                    self._by_criteria.popitem(last=False)
+            else:
+                self._by_criteria.move_to_end(criteria)
+        return steps
+
+
+class _StepsOf(dict):
+    """{key values: step} of one criteria, holding their constraints."""
+
+    __slots__ = ('groups',)
+
+    def __init__(self, groups):
+        super().__init__()
+        self.groups = groups
+
+
+_TALLY_STEPS = _TallyStepCache()
 
 
 def _fold_tallies(conn, limit):

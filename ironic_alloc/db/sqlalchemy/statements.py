@@ -735,7 +735,10 @@ LOCK_TALLY_FOLDS = models.NODE_TALLY_FOLDS.update().where(
     models.NODE_TALLY_FOLDS.c.id == 1).values(
         folded_at=sa.bindparam('now'))
 
-ANY_TALLY_CHANGE = sa.select(TALLY_CHANGES.c.id).limit(1)
+# NOTE: by the primary key's index, not a scan (see the index of
+# node_tally_changes).
+ANY_TALLY_CHANGE = sa.select(TALLY_CHANGES.c.id).order_by(
+    TALLY_CHANGES.c.id).limit(1)
 
 TALLY_CHANGES_TO_FOLD = sa.select(
     TALLY_CHANGES.c.id, TALLY_CHANGES.c.delta,

@@ -192,6 +192,8 @@ def upgrade():
         *_key_columns(),
         sa.Column('delta', sa.Integer, nullable=False),
         **table_args)
+    op.create_index('node_tally_changes_resource_class_idx',
+                    'node_tally_changes', ['resource_class'])
     folds = op.create_table(
         'node_tally_folds',
         sa.Column('id', sa.Integer, primary_key=True, autoincrement=False),

@@ -43,6 +43,23 @@ def _check():
     return 1
 
 
+def _refresh_node_matching():
+    batch_size = CONF.command.batch_size
+    if batch_size < 1:
+        print('ERROR: --batch-size must be 1 or more nodes.')
+        return 2
+    dbapi = db_api.get_instance()
+    last, count = 0, 0
+    while True:
+        node_ids = dbapi.refresh_node_matching(last, batch_size)
+        if not node_ids:
+            break
+        last = node_ids[-1]
+        count += len(node_ids)
+    print('Refreshed the matching columns of %d nodes.' % count)
+    return 0
+
+
 def _purge():
     days = CONF.command.older_than
     batch_size = CONF.command.batch_size
@@ -148,6 +165,19 @@ def _add_parsers(subparsers):
                         help='Print the rows that would be deleted and '
                              'their counts; delete nothing.')
     parser.set_defaults(func=_purge)
+    parser = subparsers.add_parser(
+        'refresh-node-matching',
+        help='Write again the columns the matching language and node '
+             'tallies read (normalised properties, traits, capabilities) '
+             'of every node, from its properties and traits; for after a '
+             'rolling upgrade, whose older processes wrote nodes without '
+             'them.')
+    parser.add_argument('--batch-size', type=int, default=PURGE_BATCH_SIZE,
+                        metavar='N',
+                        help='Node ids read per query (each node is '
+                             'written in a transaction of its own). '
+                             'Default: %(default)s.')
+    parser.set_defaults(func=_refresh_node_matching)
 
 
 command_opt = cfg.SubCommandOpt('command', title='Command',

@@ -32,8 +32,8 @@ from ironic_alloc.conductor import manager
 from ironic_alloc.conductor import periodics
 from ironic_alloc.conductor import purge
 from ironic_alloc.conductor import registration
-from ironic_alloc.conductor import tallies
 from ironic_alloc.conductor import takeover
+from ironic_alloc.conductor import tallies
 from ironic_alloc.conductor import workers
 from ironic_alloc.conf import CONF
 from ironic_alloc.objects import allocation as allocation_obj

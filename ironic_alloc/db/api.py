@@ -460,6 +460,18 @@ class Connection(metaclass=abc.ABCMeta):
         """
 
     @abc.abstractmethod
+    def refresh_node_matching(self, after_id, limit):
+        """Write again, from their properties and trait rows, the
+        normalised matching columns and capability rows of at most
+        ``limit`` nodes of ids above ``after_id``, one transaction per
+        node: what a process of a release before the matching language
+        wrote without them.
+
+        :returns: the ids of the nodes refreshed, in order (empty when
+            none was left).
+        """
+
+    @abc.abstractmethod
     def fold_node_tallies(self, limit):
         """Add the oldest changes of node tallies (at most ``limit``) to
         the tallies and delete them, one fold at a time across conductors.

@@ -1784,6 +1784,31 @@ class Connection(api.Connection):
                 'matching_nodes': remaining, 'examples': uuids,
                 'reason': reason}
 
+    def refresh_node_matching(self, after_id, limit):
+        with _session_for_read() as session:
+            node_ids = [row.id for row in session.query(models.Node.id).filter(
+                models.Node.id > after_id).order_by(
+                    models.Node.id).limit(limit)]
+        for node_id in node_ids:
+            self._refresh_one_node_matching(node_id)
+        return node_ids
+
+    @retry_on_conflict
+    def _refresh_one_node_matching(self, node_id):
+        with _session_for_write() as session:
+            node = session.query(models.Node).filter_by(
+                id=node_id).with_for_update().first()
+            if node is None:
+                return
+            traits = [row.trait for row in session.query(
+                models.NodeTrait.trait).filter_by(node_id=node_id)]
+            values = dict(matching.node_match_columns(node.properties),
+                          match_traits=matching.traits_column(traits))
+            if any(getattr(node, name) != value
+                   for name, value in values.items()):
+                node.update(values)
+            _write_capabilities(session, node_id, node.properties)
+
     @retry_on_conflict
     def fold_node_tallies(self, limit):
         with _connection_for_read() as conn:

@@ -141,14 +141,17 @@ def live_tallies():
 def stored_tallies():
     """The node tallies as the database holds them: the folded tallies
     plus the changes not yet folded, as {tally key tuple: nodes}."""
+    # NOTE: one statement, so that a conductor's fold cannot commit
+    # between the read of the tallies and that of the changes.
+    both = sa.union_all(*[
+        sa.select(*[table.c[name] for name in models.TALLY_KEY],
+                  table.c[column].label('nodes'))
+        for table, column in ((models.NODE_TALLIES, 'nodes'),
+                              (models.NODE_TALLY_CHANGES, 'delta'))])
     counts = collections.Counter()
     with sqla_api._session_for_read() as session:
-        for table, column in ((models.NODE_TALLIES, 'nodes'),
-                              (models.NODE_TALLY_CHANGES, 'delta')):
-            for row in session.execute(sa.select(
-                    *[table.c[name] for name in models.TALLY_KEY],
-                    table.c[column])):
-                counts[tuple(row[:-1])] += row[-1]
+        for row in session.execute(both):
+            counts[tuple(row[:-1])] += row[-1]
     return +counts
 
 

@@ -606,24 +606,14 @@ class _TallyStepCache:
         with self._lock:
             steps = self._by_criteria.get(criteria)
             if steps is None:
-                # NOTE: the groups themselves are held too, so that their
-                # id is not reused while the entry lives.
-                steps = self._by_criteria[criteria] = _StepsOf(groups)
+                # NOTE: keyed by the id of the groups, which
+                # stmts.candidate_groups() keeps for the process's life.
+                steps = self._by_criteria[criteria] = {}
                 if len(self._by_criteria) > self.SIZE:
                     self._by_criteria.popitem(last=False)
             else:
                 self._by_criteria.move_to_end(criteria)
         return steps
-
-
-class _StepsOf(dict):
-    """{key values: step} of one criteria, holding their constraints."""
-
-    __slots__ = ('groups',)
-
-    def __init__(self, groups):
-        super().__init__()
-        self.groups = groups
 
 
 _TALLY_STEPS = _TallyStepCache()

@@ -555,7 +555,9 @@ def _funnel_of_tallies(groups, params, rows):
     the rows of stmts.tally_rows()."""
     nodes = collections.Counter()
     for row in rows:
-        nodes[row[:-1]] += row[-1]
+        # NOTE: a tally is known by its key_json, a change by its key's
+        # columns; the counts of a key add up either way.
+        nodes[row[0] if row[0] is not None else row[1:-1]] += row[-1]
     steps = _TALLY_STEPS.steps(groups, params)
     if len(steps) > 2 * len(nodes) + _TallyStepCache.SPARE_KEYS:
         # NOTE: keys of nodes changed since (a tally key is forgotten
@@ -574,8 +576,9 @@ def _funnel_of_tallies(groups, params, rows):
 
 def _first_failed(groups, params, values):
     """The number of the first constraint of ``groups`` (from 1) the
-    nodes of the tally key ``values`` fail, 0 when they pass all."""
-    key = stmts.TallyKey(*values)
+    nodes of the tally key ``values`` (as stmts.tally_rows() gives it)
+    fail, 0 when they pass all."""
+    key = stmts.tally_key(values)
     for number, constraint in enumerate(groups[1:], 1):
         if not constraint.tally(key, params):
             return number
@@ -640,7 +643,8 @@ def _fold_tallies(conn, limit):
             continue
         if tally is None:
             conn.execute(stmts.INSERT_TALLY,
-                         dict(zip(models.TALLY_KEY, key), nodes=delta))
+                         dict(zip(models.TALLY_KEY, key), nodes=delta,
+                              key_json=stmts.tally_key_json(key)))
         elif tally.nodes + delta == 0:
             conn.execute(stmts.DELETE_TALLY, {'tally_id': tally.id})
         else:
@@ -1742,7 +1746,7 @@ class Connection(api.Connection):
             else:
                 counts = _funnel_of_tallies(
                     groups, params, conn.execute(
-                        stmts.tally_rows(project), params))
+                        stmts.tally_rows(project), params).all())
             uuids = []
             if examples and counts.get(0):
                 uuids = list(conn.execute(

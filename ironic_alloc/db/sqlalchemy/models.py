@@ -374,6 +374,10 @@ NODE_TALLIES = sa.Table(
     'node_tallies', Base.metadata,
     sa.Column('id', sa.Integer, primary_key=True),
     *_tally_key_columns(),
+    # NOTE: the key again, as one value (statements.tally_key_json()): an
+    # explanation reads this instead of the key's columns, a fraction of
+    # the work for the database and the reader alike.
+    sa.Column('key_json', sa.Text, nullable=False),
     sa.Column('nodes', sa.Integer, nullable=False),
     sa.Index('node_tallies_resource_class_idx', 'resource_class'),
     **table_args())

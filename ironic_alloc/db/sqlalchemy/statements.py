@@ -17,6 +17,7 @@ cheap to plan.
 """
 
 import collections
+import json
 import operator
 
 import sqlalchemy as sa
@@ -706,26 +707,51 @@ class TallyKey(collections.namedtuple('TallyKey', models.TALLY_KEY)):
         return matching.tally_capabilities(self.match_capabilities)
 
 
+def tally_key_json(key):
+    """node_tallies.key_json of the tally key ``key`` (its values in
+    models.TALLY_KEY order)."""
+    return json.dumps(list(key), separators=(',', ':'))
+
+
+def tally_key(row_key):
+    """The TallyKey of a key as tally_rows() gives it: a key_json, or the
+    tuple of a change's key columns."""
+    if isinstance(row_key, str):
+        return TallyKey(*json.loads(row_key))
+    return TallyKey(*row_key)
+
+
 def tally_rows(project):
     """Every tally key of the class "c_resource_class" with a count: the
-    folded tallies and the changes not yet folded, by one statement (so
+    changes not yet folded and the folded tallies, by one statement (so
     both are read at one moment); the sum of a key's counts is its number
     of nodes.
+
+    Each row is (key_json, the key's columns, count). A change gives its
+    key by its columns (key_json is NULL); a tally gives its key_json only
+    (the columns are NULL), which takes the database and the reader a
+    fraction of the work of the columns.
 
     :param project: only the keys of nodes this project owns or leases
         (bind parameter "c_visible_project"), or False for all.
     """
     def build():
-        parts = []
-        for table, count in ((TALLIES, TALLIES.c.nodes),
-                             (TALLY_CHANGES, TALLY_CHANGES.c.delta)):
-            parts.append(sa.select(
-                *[table.c[name] for name in models.TALLY_KEY],
-                count.label('nodes')).where(
-                    table.c.resource_class == _bind(
-                        'c_resource_class', table.c.resource_class),
-                    *_visible(project, table.c)))
-        return sa.union_all(*parts)
+        def of_class(table):
+            return (table.c.resource_class == _bind(
+                'c_resource_class', table.c.resource_class),
+                *_visible(project, table.c))
+        # NOTE: the changes first: the first SELECT of a UNION types its
+        # columns (MySQL's booleans are read as such).
+        changes = sa.select(
+            sa.null().label('key_json'),
+            *[TALLY_CHANGES.c[name] for name in models.TALLY_KEY],
+            TALLY_CHANGES.c.delta.label('nodes')).where(
+                *of_class(TALLY_CHANGES))
+        tallies = sa.select(
+            TALLIES.c.key_json,
+            *[sa.null().label(name) for name in models.TALLY_KEY],
+            TALLIES.c.nodes).where(*of_class(TALLIES))
+        return sa.union_all(changes, tallies)
     return _cached(('tally_rows', bool(project)), build)
 
 

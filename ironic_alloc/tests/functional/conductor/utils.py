@@ -1,6 +1,7 @@
 """Helpers for conductor-level tests: node factories and the invariant."""
 
 import collections
+import json
 import time
 
 from oslo_utils import uuidutils
@@ -140,23 +141,43 @@ def live_tallies():
 
 def stored_tallies():
     """The node tallies as the database holds them: the folded tallies
-    plus the changes not yet folded, as {tally key tuple: nodes}."""
+    plus the changes not yet folded, as {tally key tuple: nodes}.  A tally
+    counts under its key as explanations read it (key_json)."""
     # NOTE: one statement, so that a conductor's fold cannot commit
     # between the read of the tallies and that of the changes.
-    both = sa.union_all(*[
-        sa.select(*[table.c[name] for name in models.TALLY_KEY],
-                  table.c[column].label('nodes'))
-        for table, column in ((models.NODE_TALLIES, 'nodes'),
-                              (models.NODE_TALLY_CHANGES, 'delta'))])
+    both = sa.union_all(
+        sa.select(sa.null().label('key_json'),
+                  *[models.NODE_TALLY_CHANGES.c[name]
+                    for name in models.TALLY_KEY],
+                  models.NODE_TALLY_CHANGES.c.delta.label('nodes')),
+        sa.select(models.NODE_TALLIES.c.key_json,
+                  *[sa.null().label(name) for name in models.TALLY_KEY],
+                  models.NODE_TALLIES.c.nodes))
     counts = collections.Counter()
     with sqla_api._session_for_read() as session:
         for row in session.execute(both):
-            counts[tuple(row[:-1])] += row[-1]
+            if row[0] is None:
+                key = tuple(row[1:-1])
+            else:
+                key = tuple(json.loads(row[0]))
+            counts[key] += row[-1]
     return +counts
 
 
+def mismatched_tally_keys():
+    """The tallies whose key_json is not their key columns."""
+    tallies = models.NODE_TALLIES.c
+    with sqla_api._session_for_read() as session:
+        rows = session.execute(sa.select(
+            tallies.id, tallies.key_json,
+            *[tallies[name] for name in models.TALLY_KEY])).all()
+    return [(row[0], row[1], tuple(row[2:])) for row in rows
+            if tuple(json.loads(row[1])) != tuple(row[2:])]
+
+
 def check_tallies(attempts=5):
-    """The stored node tallies equal the live ones.
+    """The stored node tallies equal the live ones, and every tally's
+    key_json is its key.
 
     NOTE: the two are read by separate statements, so a write between them
     (a conductor's periodic task) may make them differ for a moment: a
@@ -164,6 +185,10 @@ def check_tallies(attempts=5):
 
     :returns: list of problems.
     """
+    mismatched = mismatched_tally_keys()
+    if mismatched:
+        return ['node tallies whose key_json is not their key: %s'
+                % mismatched]
     for attempt in range(attempts):
         live, stored = live_tallies(), stored_tallies()
         if live == stored:

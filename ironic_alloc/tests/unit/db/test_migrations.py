@@ -18,6 +18,7 @@ missing server is a failure.
 """
 
 import importlib.util
+import json
 import os
 
 from alembic import script as alembic_script
@@ -31,6 +32,7 @@ import sqlalchemy as sa
 from ironic_alloc.common import picking
 from ironic_alloc.db import migration
 from ironic_alloc.db.sqlalchemy import models
+from ironic_alloc.db.sqlalchemy import statements as stmts
 from ironic_alloc.tests import base
 
 
@@ -527,6 +529,43 @@ class MigrationCheckersMixin:
                 sa.select(changes))])
             conn.execute(sa.text('DELETE FROM node_tally_changes'))
             conn.execute(sa.text('DELETE FROM node_tallies'))
+
+    def _pre_upgrade_9f3b7d2a5c84(self, engine):
+        with engine.begin() as conn:
+            conn.execute(sa.text(
+                "INSERT INTO node_tallies (resource_class, owner, lessee, "
+                "conductor_group, match_cpus, match_memory_mb, "
+                "match_local_gb, match_cpu_arch, match_traits, "
+                "match_capabilities, passes_provision_state, "
+                "passes_maintenance, passes_retired, passes_power_state, "
+                "passes_allocation_id, passes_instance_uuid, nodes) VALUES "
+                "('rc-key', 'p1', NULL, '', 8, NULL, 100, 'x86_64', "
+                "'[\"CUSTOM_A\"]', '{}', :true, :true, :false, :true, "
+                ":true, :false, 3)"), {'true': True, 'false': False})
+
+    def _check_9f3b7d2a5c84(self, engine, data):
+        path = os.path.join(os.path.dirname(migration.__file__),
+                            'sqlalchemy', 'alembic', 'versions',
+                            '9f3b7d2a5c84_tally_key_json.py')
+        spec = importlib.util.spec_from_file_location('key_json', path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        self.assertEqual(models.TALLY_KEY, module.KEY)
+        with engine.begin() as conn:
+            value = conn.execute(sa.text(
+                "SELECT key_json FROM node_tallies WHERE resource_class = "
+                "'rc-key'")).scalar()
+            # The key's values, booleans as such on every database, in
+            # the form the folds write.
+            expected = ['rc-key', 'p1', None, '', 8, None, 100, 'x86_64',
+                        '["CUSTOM_A"]', '{}', True, True, False, True, True,
+                        False]
+            self.assertEqual(expected, json.loads(value))
+            self.assertEqual(stmts.tally_key_json(expected), value)
+            conn.execute(sa.text('DELETE FROM node_tallies'))
+        columns = {column['name']: column for column in
+                   sa.inspect(engine).get_columns('node_tallies')}
+        self.assertFalse(columns['key_json']['nullable'])
 
     def _insert(self, engine, table, values):
         with engine.begin() as conn:

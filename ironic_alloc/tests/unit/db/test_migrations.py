@@ -97,6 +97,17 @@ def _literal(reflected_default):
     return value
 
 
+def _migration_module(name):
+    """The migration script ``name`` (its file name without .py), loaded
+    as a module, for the values it freezes."""
+    path = os.path.join(os.path.dirname(migration.__file__), 'sqlalchemy',
+                        'alembic', 'versions', name + '.py')
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 class MigrationCheckersMixin:
     """``_check_<rev>`` hooks: what each migration must have created."""
 
@@ -479,12 +490,7 @@ class MigrationCheckersMixin:
                         {'id': node_id, 'name': name, 'value': value})
 
     def _check_6c2e9b4d8f17(self, engine, data):
-        path = os.path.join(os.path.dirname(migration.__file__),
-                            'sqlalchemy', 'alembic', 'versions',
-                            '6c2e9b4d8f17_node_tallies.py')
-        spec = importlib.util.spec_from_file_location('node_tallies', path)
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
+        module = _migration_module('6c2e9b4d8f17_node_tallies')
         # The frozen conditions are the picking rule's.
         self.assertEqual(
             [(c.field, picking.sql_text((c.field,)))
@@ -544,12 +550,7 @@ class MigrationCheckersMixin:
                 ":true, :false, 3)"), {'true': True, 'false': False})
 
     def _check_9f3b7d2a5c84(self, engine, data):
-        path = os.path.join(os.path.dirname(migration.__file__),
-                            'sqlalchemy', 'alembic', 'versions',
-                            '9f3b7d2a5c84_tally_key_json.py')
-        spec = importlib.util.spec_from_file_location('key_json', path)
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
+        module = _migration_module('9f3b7d2a5c84_tally_key_json')
         self.assertEqual(models.TALLY_KEY, module.KEY)
         with engine.begin() as conn:
             value = conn.execute(sa.text(

@@ -7,8 +7,14 @@ of the standalone service, wait longer for the interpreter (see
 waits for something outside the process, such as a conductor's answer:
 the web server's own pool of threads cannot, which is why the bound is a
 middleware of ours rather than the size of that pool.
+
+Slots are taken in the order requests ask for them: a slot given back goes
+to the request that has waited longest, never to a thread that asks again
+at once (as a plain semaphore lets it), so that no request's wait grows
+with the load of the others.
 """
 
+import collections
 import contextlib
 import threading
 
@@ -21,24 +27,56 @@ _held = threading.local()
 
 
 class RequestSlots:
-    """At most ``limit`` holders at once; 0 for no limit."""
+    """At most ``limit`` holders at once, served first come, first
+    served; 0 for no limit."""
 
     def __init__(self, limit):
-        self._semaphore = threading.BoundedSemaphore(limit) if limit else None
+        self._limit = limit
+        self._lock = threading.Lock()
+        self._free = limit
+        # NOTE: one locked lock per waiting thread, oldest first; a
+        # holder leaving unlocks the oldest, handing its slot over.
+        self._waiting = collections.deque()
+
+    def waiting(self):
+        """How many threads wait for a slot."""
+        with self._lock:
+            return len(self._waiting)
+
+    def acquire(self):
+        """Take a slot, after every thread that asked before."""
+        with self._lock:
+            if self._free and not self._waiting:
+                self._free -= 1
+                return
+            turn = threading.Lock()
+            turn.acquire()
+            self._waiting.append(turn)
+        turn.acquire()
+
+    def release(self):
+        """Give the slot back: to the oldest waiting thread, if any."""
+        with self._lock:
+            if self._waiting:
+                self._waiting.popleft().release()
+            elif self._free < self._limit:
+                self._free += 1
+            else:
+                raise RuntimeError('a request slot released twice')
 
     @contextlib.contextmanager
     def held(self):
         """Hold a slot (waiting for one) while the request is served."""
-        if self._semaphore is None:
+        if not self._limit:
             yield
             return
-        self._semaphore.acquire()
+        self.acquire()
         _held.slots = self
         try:
             yield
         finally:
             _held.slots = None
-            self._semaphore.release()
+            self.release()
 
 
 @contextlib.contextmanager
@@ -49,11 +87,11 @@ def released():
         yield
         return
     _held.slots = None
-    slots._semaphore.release()
+    slots.release()
     try:
         yield
     finally:
-        slots._semaphore.acquire()
+        slots.acquire()
         _held.slots = slots
 
 

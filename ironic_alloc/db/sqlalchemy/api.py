@@ -553,24 +553,22 @@ def _funnel_of_tallies(groups, params, rows):
     """The funnel's counts (as stmts.funnel() gives them: the number of
     the first constraint of ``groups`` each node fails, 0 for a match) of
     the rows of stmts.tally_rows()."""
-    nodes = collections.Counter()
-    for row in rows:
-        # NOTE: a tally is known by its key_json, a change by its key's
-        # columns; the counts of a key add up either way.
-        nodes[row[0] if row[0] is not None else row[1:-1]] += row[-1]
+    rows = list(rows)
     steps = _TALLY_STEPS.steps(groups, params)
-    if len(steps) > 2 * len(nodes) + _TallyStepCache.SPARE_KEYS:
+    if len(steps) > 2 * len(rows) + _TallyStepCache.SPARE_KEYS:
         # NOTE: keys of nodes changed since (a tally key is forgotten
         # when its last node leaves it).
         steps.clear()
     counts = collections.Counter()
-    for values, count in nodes.items():
-        if not count:
-            continue
-        step = steps.get(values)
+    for row in rows:
+        # NOTE: a tally is known by its key_json, a change by its key's
+        # columns; the nodes of one key count where the key goes, so a
+        # change and its tally add up without being matched first.
+        key = row[0] if row[0] is not None else tuple(row[1:-1])
+        step = steps.get(key)
         if step is None:
-            step = steps[values] = _first_failed(groups, params, values)
-        counts[step] += count
+            step = steps[key] = _first_failed(groups, params, key)
+        counts[step] += row[-1]
     return counts
 
 

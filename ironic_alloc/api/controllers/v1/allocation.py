@@ -36,7 +36,6 @@ from ironic_alloc.common import exception
 from ironic_alloc.common import matching
 from ironic_alloc.common import notifications
 from ironic_alloc.common import release_mappings
-from ironic_alloc.common import request_slots
 from ironic_alloc.common import states
 from ironic_alloc import objects
 from ironic_alloc.objects import allocation as allocation_obj
@@ -796,12 +795,10 @@ class AllocationExplainController(rest.RestController):
         criteria = matching.criteria(
             values['resource_class'], values['traits'],
             values['candidate_nodes'], values['owner'], values.get('match'))
-        # NOTE: the funnel reads every node of the class: the database
-        # works, not this interpreter, so another request may run
-        # meanwhile (as while a request waits for a conductor).
-        with request_slots.released():
-            funnel = objects.Allocation.explain(context, criteria, examples,
-                                                project)
+        # NOTE: the request keeps its slot: the funnel is read from the
+        # tallies, and classifying them is work for this interpreter.
+        funnel = objects.Allocation.explain(context, criteria, examples,
+                                            project)
         funnel['project'] = project
         funnel['summary'] = matching.funnel_line(funnel)
         return funnel

@@ -115,9 +115,10 @@ api_opts = [
                min=0,
                help='Most requests ironic-alloc-api and the standalone '
                     'service process at once in each process; others '
-                    'wait, already accepted, until one finishes, and a '
-                    'request waiting for a conductor\'s answer lets '
-                    'another one run. '
+                    'wait, already accepted, and go in the order they '
+                    'came as requests finish; a request waiting for a '
+                    'conductor\'s answer lets another one run, and waits '
+                    'its turn again to go on. '
                     'One Python process runs one thread at a time: more '
                     'requests in progress only make each of them, and the '
                     'conductor threads of the standalone service, wait '

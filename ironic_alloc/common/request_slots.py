@@ -10,8 +10,8 @@ middleware of ours rather than the size of that pool.
 
 Slots are taken in the order requests ask for them: a slot given back goes
 to the request that has waited longest, never to a thread that asks again
-at once (as a plain semaphore lets it), so that no request's wait grows
-with the load of the others.
+at once (as a plain semaphore lets it), which keeps the longest waits
+short.
 """
 
 import collections

@@ -352,7 +352,7 @@ class TestExplainKeepsItsSlot(_ServedTestCase):
     """An explanation holds its [api]max_concurrent_requests slot while
     its statements run, as any request reading the database does: the
     tallies are classified by the API's interpreter, and a request that
-    gave its slot back would queue again for it between its statements.
+    gave its slot back would queue for it again once its statements end.
     """
 
     API_OPTIONS = {'max_concurrent_requests': 1}

@@ -13,6 +13,7 @@ from oslo_middleware import request_id
 import pecan
 
 from ironic_alloc.api.controllers.v1 import negotiation
+from ironic_alloc.api import expose
 from ironic_alloc.api import healthcheck
 from ironic_alloc.api import hooks
 from ironic_alloc.api.middleware import auth
@@ -59,6 +60,9 @@ def setup_app(conf=CONF):
     # NOTE: WSME reads its ``debug`` (tracebacks in debuginfo) from Pecan's
     # global configuration, not from the application: one API per process.
     pecan.configuration.set_config({'wsme': dict(pecan_config.wsme)})
+    # NOTE: a 503 is logged by us, once per cause per interval: WSME's
+    # line with a traceback for each is left out.
+    expose.install_wsme_log_filter()
     app = pecan.make_app(
         pecan_config.app.root,
         debug=False,

@@ -11,6 +11,7 @@ import pecan
 from sqlalchemy import exc as sa_exc
 from webob import exc as webob_exc
 
+from ironic_alloc.api import expose
 from ironic_alloc.common import context as ia_context
 from ironic_alloc.common import exception
 from ironic_alloc.common import rpc
@@ -125,12 +126,15 @@ class ErrorHook(pecan.hooks.PecanHook):
         debug = CONF.api.debug_tracebacks_in_api
         if isinstance(e, (db_exc.DBConnectionError, sa_exc.OperationalError)):
             # NOTE: the database is down: 503, as in WSME methods.
-            e = exception.TemporaryFailure(
-                'The database is unavailable. The request may be retried.')
+            under, e = e, exception.TemporaryFailure(expose.DB_UNAVAILABLE)
+            e.__cause__ = under
         code = getattr(e, 'code', None)
         if isinstance(e, exception.IronicAllocException) or (
                 isinstance(code, int) and 400 <= code < 600):
             message = str(e) if debug else strip_traceback(str(e))
+            if code == http_client.SERVICE_UNAVAILABLE:
+                expose.log_unavailable(e, state.request.method,
+                                       state.request.path)
         else:
             LOG.error('Unexpected error handling %(method)s %(path)s',
                       {'method': state.request.method,

@@ -227,6 +227,15 @@ class InstanceAssociated(Conflict):
                 '%(node)s')
 
 
+class InstanceAlreadyAssociated(InstanceAssociated):
+    """A new hold's instance is already a node's.  Names no node: the
+    caller may not see the one that has it (doc/source/admin/
+    authorization.rst, "What a project learns of what it cannot
+    see")."""
+    _msg_fmt = ('Instance %(instance_uuid)s is already associated with a '
+                'node.')
+
+
 class NodeAssociated(Conflict):
     _msg_fmt = ('Node %(node)s is associated with instance '
                 '%(instance)s.')
@@ -248,9 +257,30 @@ class NoNodeReservable(Conflict):
             reasons=self.reasons)
 
 
-class NodeReserved(Conflict):
+class NamesReservation(Conflict):
+    """A 409 naming the reservation (``reservation``) that holds node
+    ``node``.  The API tells a caller who may not see that reservation
+    the ``_unnamed_fmt`` message instead (utils.node_rpc()): a
+    reservation's UUID is what proves the right to deploy its node."""
+    _unnamed_fmt = 'Node %(node)s is reserved.'
+
+    def without_reservation(self):
+        """The same error without the reservation's UUID."""
+        # NOTE: the class of this module, not the subclass oslo.messaging
+        # makes of an exception raised in a conductor (whose str() is
+        # always the original message).
+        cls = next(c for c in type(self).__mro__
+                   if c.__module__ == __name__)
+        kwargs = dict(self.kwargs)
+        kwargs.pop('reservation', None)
+        return cls(self._unnamed_fmt % kwargs, **kwargs)
+
+
+class NodeReserved(NamesReservation):
     _msg_fmt = ('Node %(node)s is held by reservation %(reservation)s; '
                 '%(action)s needs the reservation deleted first.')
+    _unnamed_fmt = ('Node %(node)s is reserved; %(action)s needs the '
+                    'reservation deleted first.')
 
 
 class NodeLocked(Conflict):
@@ -347,10 +377,23 @@ class AllocationGroupClaimRefused(Conflict):
         self.node_ids = set(node_ids)
 
 
-class ReservationRequired(Conflict):
+class ReservationRequired(NamesReservation):
     _msg_fmt = ('Node %(node)s is held by reservation %(reservation)s: a '
                 'deploy of it must name that reservation in the node\'s '
                 'instance_info.reservation_uuid (it has %(given)s).')
+    _unnamed_fmt = ('Node %(node)s is reserved: a deploy of it must name '
+                    'its reservation in the node\'s '
+                    'instance_info.reservation_uuid (it has %(given)s).')
+
+
+class ReservationNotVisible(Conflict):
+    """A deploy by a caller who may not see the reservation the node's
+    instance_info names (that reservation's UUID is never shown to it:
+    access.ReservationSight)."""
+    _msg_fmt = ('Node %(node)s is reserved: its instance_info.'
+                'reservation_uuid names a reservation of another project, '
+                'and only a caller who may see that reservation can deploy '
+                'the node with it.')
 
 
 class ReservationNotHolding(Conflict):
@@ -358,6 +401,15 @@ class ReservationNotHolding(Conflict):
                 'instance_info.reservation_uuid of node %(node)s, does not '
                 'hold the node (its lease ended or it was deleted); the '
                 'node is %(holder)s.')
+
+
+class LeaseOnDeployedNode(Conflict):
+    """A lease asked for on a hold whose node is out of
+    states.LEASE_ALLOWED_STATES: allocations, reservations and groups
+    alike.  ``hold`` is e.g. "allocation <uuid>"."""
+    _msg_fmt = ('Cannot set a lease on %(hold)s: its node %(node)s is in '
+                'provision state "%(state)s", and the hold of a deployed '
+                'node has no lease (it ends at tear-down).')
 
 
 class NodeChanged(Conflict):

@@ -140,6 +140,13 @@ class _Metrics:
             'failed, by RPC method and reason (timeout, delivery_failed, '
             'broker_unreachable, remote_database, remote_error, other).',
             ['method', 'reason'], registry=reg)
+        self.rpc_failovers = client.Counter(
+            PREFIX + 'rpc_failovers',
+            'RPC calls from the API, safe to repeat, that a conductor did '
+            'not serve and that were sent to the next live conductor, by '
+            'RPC method and reason (timeout: no sign of life in time, '
+            'remote_database: it could not reach its database).',
+            ['method', 'reason'], registry=reg)
         self.db_retries = client.Counter(
             PREFIX + 'db_retries',
             'Database transactions that hit a conflict their writer '
@@ -214,6 +221,13 @@ def api_request(method, route, status):
 @_recording
 def rpc_failure(method, reason):
     _get().rpc_failures.labels(method, reason).inc()
+
+
+@_recording
+def rpc_failover(method, reason):
+    """A repeatable call sent on to the next conductor (``reason``:
+    RPC_TIMEOUT or RPC_REMOTE_DATABASE)."""
+    _get().rpc_failovers.labels(method, reason).inc()
 
 
 @_recording

@@ -120,6 +120,15 @@ UPDATE_ALLOWED_STATES = frozenset([
     VERIFYING, ADOPTFAIL, ENROLL, MANAGEABLE, AVAILABLE,
 ])
 
+# A hold may have a lease, and its lease may release it, only while its
+# node is in one of these states (the states in which DELETE frees a node),
+# in maintenance or not: in any other the node is deployed or on its way
+# in or out of a deployment, and its hold ends at tear-down, never by
+# itself.  Unlike DELETE, maintenance is no exception: an expiry is
+# nobody's decision.  The database layer applies the rule in SQL
+# (statements.HOLD_LEASABLE); a refusal is LeaseOnDeployedNode.
+LEASE_ALLOWED_STATES = UPDATE_ALLOWED_STATES
+
 # A node may be deleted only in these states (or in maintenance).
 DELETE_ALLOWED_STATES = frozenset([
     AVAILABLE, MANAGEABLE, ENROLL, ADOPTFAIL, CLEANFAIL, INSPECTFAIL,
@@ -187,6 +196,11 @@ MEMBER_RELEASE = 'release'
 # same way; a reservation binds its node to its own instance_uuid.
 ALLOCATION_KIND = 'allocation'
 RESERVATION_KIND = 'reservation'
+
+# The instance_info key a deploy of a reserved node names its
+# reservation by (the conductor's deploy guard checks it; the API masks
+# it from those who may not see that reservation).
+RESERVATION_KEY = 'reservation_uuid'
 
 # The faults a node can be given, as in Ironic: the ``fault`` list filter
 # accepts only these (none is ever set here, since no hardware is driven,

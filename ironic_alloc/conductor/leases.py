@@ -16,7 +16,6 @@ from ironic_alloc.common import context as ia_context
 from ironic_alloc.common import exception
 from ironic_alloc.common import notifications
 from ironic_alloc.common import states
-from ironic_alloc.conductor import allocations
 from ironic_alloc.conductor import groups
 from ironic_alloc.db import api as db_api
 from ironic_alloc.objects import allocation as allocation_obj
@@ -28,9 +27,7 @@ LOG = log.getLogger(__name__)
 # none is left, so a backlog does not wait for the next interval.
 EXPIRY_BATCH = 100
 
-# The instance_info key a deploy of a reserved node names its
-# reservation by.
-RESERVATION_KEY = 'reservation_uuid'
+RESERVATION_KEY = states.RESERVATION_KEY
 
 
 class LeaseExpiry:
@@ -50,13 +47,13 @@ class LeaseExpiry:
         conductor released."""
         released = self._release_expired_groups()
         while True:
-            ids = self.dbapi.get_expired_holds(
-                allocations.DEALLOCATION_STATES, EXPIRY_BATCH)
-            done = [hold_id for hold_id in ids if self._release(hold_id)]
-            released += len(done)
-            # NOTE: a batch in which nothing was released was taken by
-            # other conductors or is busy (a node locked by a conductor):
-            # the next pass tries again.
+            ids = self.dbapi.get_expired_holds(EXPIRY_BATCH)
+            done = [hold for hold in map(self._release, ids)
+                    if hold is not None]
+            released += sum(not hold.lease_cleared for hold in done)
+            # NOTE: a batch in which nothing was released (or had its
+            # lease removed) was taken by other conductors or is busy (a
+            # node locked by a conductor): the next pass tries again.
             if len(ids) < EXPIRY_BATCH or not done:
                 return released
 
@@ -66,8 +63,7 @@ class LeaseExpiry:
         returns how many members this conductor released."""
         released = 0
         while True:
-            ids = self.dbapi.get_expired_groups(
-                allocations.DEALLOCATION_STATES, EXPIRY_BATCH)
+            ids = self.dbapi.get_expired_groups(EXPIRY_BATCH)
             done = [group for group in map(self._release_group, ids)
                     if group is not None]
             released += sum(len(group.released) for group in done)
@@ -82,10 +78,19 @@ class LeaseExpiry:
                 before = group_obj.AllocationGroup.get(context, id=group_id)
             except exception.AllocationGroupNotFound:
                 return None
-        group = self.dbapi.release_expired_group(
-            group_id, allocations.DEALLOCATION_STATES)
+        group = self.dbapi.release_expired_group(group_id)
         if group is None:
             return None
+        if group.lease_cleared:
+            LOG.warning('Allocation group %(group)s keeps its members: its '
+                        'lease ended at %(end)s (UTC, database clock), but '
+                        'a member\'s node is deployed (%(nodes)s), so the '
+                        'lease was removed; the group ends when it is '
+                        'deleted',
+                        {'group': group.uuid, 'end': group.expires_at,
+                         'nodes': ', '.join('%s in %s' % node
+                                            for node in group.deployed)})
+            return group
         if before is not None:
             group_obj.notify(context, before, 'lease_expire', 'success',
                              notifications.CONDUCTOR_SERVICE)
@@ -104,11 +109,25 @@ class LeaseExpiry:
         return group
 
     def _release(self, hold_id):
+        """Release one hold whose lease ended; returns what the database
+        did (None: nothing)."""
         before = _read_for_notification(hold_id)
-        hold = self.dbapi.release_expired_hold(
-            hold_id, allocations.DEALLOCATION_STATES)
+        hold = self.dbapi.release_expired_hold(hold_id)
         if hold is None:
-            return False
+            return None
+        if hold.lease_cleared:
+            # NOTE: a deployed node's hold ends at tear-down; an ended
+            # lease found on it (a write from before this rule, or a path
+            # that moved the node without a deploy) is removed, never
+            # acted on, and never found again.
+            LOG.warning('%(kind)s %(hold)s keeps node %(node)s: its lease '
+                        'ended at %(end)s (UTC, database clock), but the '
+                        'node is in provision state "%(state)s", so the '
+                        'lease was removed; the hold ends at tear-down',
+                        {'kind': hold.kind.capitalize(), 'hold': hold.uuid,
+                         'node': hold.node_uuid, 'end': hold.expires_at,
+                         'state': hold.node_state})
+            return hold
         if before is not None:
             allocation_obj.notify(
                 ia_context.get_admin_context(), before, before.kind,
@@ -124,7 +143,7 @@ class LeaseExpiry:
         self._backend.release(hold.uuid)
         if hold.node_id is not None:
             self._backend.node_id_changed(hold.node_id)
-        return True
+        return hold
 
 
 def _read_for_notification(hold_id):

@@ -1,11 +1,16 @@
 """RPC endpoints of the conductor: thin, they lock, check and delegate."""
 
+import functools
+
+from oslo_db import exception as db_exc
 from oslo_log import log
 import oslo_messaging as messaging
+from sqlalchemy import exc as sa_exc
 
 from ironic_alloc.common import exception
 from ironic_alloc.common import notifications
 from ironic_alloc.common import states
+from ironic_alloc.common import unavailable_log
 from ironic_alloc.conductor import allocations
 from ironic_alloc.conductor import groups
 from ironic_alloc.conductor import leases
@@ -20,6 +25,41 @@ LOG = log.getLogger(__name__)
 # Errors that are answers to the caller, not conductor faults: they are not
 # logged with a traceback.
 _EXPECTED = (exception.IronicAllocException,)
+
+# A database this conductor cannot reach: an answer too (the API answers
+# 503, or asks another conductor), sent with its own type, which the API
+# recognises (conductor/rpcapi.py); logged once per interval per process
+# (common/unavailable_log.py) instead of with a traceback per call.
+_DATABASE_UNREACHABLE = (db_exc.DBConnectionError, sa_exc.OperationalError)
+
+_UNAVAILABLE = unavailable_log.UnavailableLog(LOG)
+
+
+def _endpoint(method):
+    """An RPC endpoint whose errors of _EXPECTED and _DATABASE_UNREACHABLE
+    go back to the caller without a traceback in this log."""
+    expected = messaging.expected_exceptions(
+        *(_EXPECTED + _DATABASE_UNREACHABLE))(method)
+
+    @functools.wraps(method)
+    def endpoint(*args, **kwargs):
+        try:
+            return expected(*args, **kwargs)
+        except messaging.ExpectedException as exc:
+            error = exc.exc_info[1]
+            if not isinstance(error, _DATABASE_UNREACHABLE):
+                raise
+            answer = exc
+        # NOTE: logged out of the except clause, where oslo.log would
+        # repeat the error at the end of the line.
+        _UNAVAILABLE.warning(
+            'database unreachable',
+            'Could not reach the database in RPC %(method)s; the caller '
+            'gets the error: %(error)s',
+            {'method': method.__name__,
+             'error': unavailable_log.first_line(error)})
+        raise answer
+    return endpoint
 
 
 class ConductorManager:
@@ -42,7 +82,7 @@ class ConductorManager:
         self.allocation_worker = allocation_worker
         self.backend = backend
 
-    @messaging.expected_exceptions(*_EXPECTED)
+    @_endpoint
     def update_node(self, context, node_obj):
         changes = node_obj.obj_get_changes()
         changes.pop('traits', None)
@@ -63,7 +103,7 @@ class ConductorManager:
         self.backend.node_changed(node.uuid)
         return node
 
-    @messaging.expected_exceptions(*_EXPECTED)
+    @_endpoint
     def destroy_node(self, context, node_id):
         with task.node_lock(context, node_id, self.host) as lock:
             nodes.check_destroy(lock.node)
@@ -80,25 +120,25 @@ class ConductorManager:
             self.backend.release(claimed_by)
         self.backend.node_changed(lock.node.uuid)
 
-    @messaging.expected_exceptions(*_EXPECTED)
+    @_endpoint
     def set_node_traits(self, context, node_id, traits):
         with task.node_lock(context, node_id, self.host) as lock:
             lock.node.set_traits(traits)
         self.backend.node_changed(lock.node.uuid)
 
-    @messaging.expected_exceptions(*_EXPECTED)
+    @_endpoint
     def add_node_trait(self, context, node_id, trait):
         with task.node_lock(context, node_id, self.host) as lock:
             lock.node.add_trait(trait)
         self.backend.node_changed(lock.node.uuid)
 
-    @messaging.expected_exceptions(*_EXPECTED)
+    @_endpoint
     def remove_node_trait(self, context, node_id, trait):
         with task.node_lock(context, node_id, self.host) as lock:
             lock.node.remove_trait(trait)
         self.backend.node_changed(lock.node.uuid)
 
-    @messaging.expected_exceptions(*_EXPECTED)
+    @_endpoint
     def do_provisioning_action(self, context, node_id, action,
                                configdrive=None):
         with task.node_lock(context, node_id, self.host) as lock:
@@ -135,7 +175,7 @@ class ConductorManager:
                 lock, rollback, self._finish_provisioning, context, lock,
                 action, transition)
 
-    @messaging.expected_exceptions(*_EXPECTED)
+    @_endpoint
     def change_node_power_state(self, context, node_id, new_state,
                                 timeout=None):
         """:param timeout: since RPC 1.1; None from 1.0 callers."""
@@ -179,7 +219,7 @@ class ConductorManager:
         """
         groups.release_members(self.backend, members)
 
-    @messaging.expected_exceptions(*_EXPECTED)
+    @_endpoint
     def destroy_allocation(self, context, allocation_id):
         node_id = allocations.destroy(context, allocation_id, self.backend)
         if node_id is not None:

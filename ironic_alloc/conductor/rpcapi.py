@@ -15,6 +15,7 @@ Released versions are recorded in common/release_mappings.py; while
 than that release's version.
 """
 
+import datetime
 import hashlib
 import random
 import threading
@@ -28,6 +29,7 @@ from ironic_alloc.common import exception
 from ironic_alloc.common import metrics
 from ironic_alloc.common import request_slots
 from ironic_alloc.common import rpc
+from ironic_alloc.common import unavailable_log
 from ironic_alloc.conf import CONF
 from ironic_alloc.objects import conductor as conductor_obj
 
@@ -53,6 +55,22 @@ RECENTLY_ALIVE_SECONDS = 1.0
 # NOTE: how much longer than the conductor's wait a create_allocation call
 # waits for the conductor's answer.
 CALL_MARGIN_SECONDS = 1.0
+
+# NOTE: a conductor whose heartbeat is more than this many heartbeat
+# intervals older than the newest one of the live conductors has missed
+# beats (dead, paused or cut off from its database): it is asked after
+# the others (prefer_fresh()).  Compared with the newest heartbeat rather
+# than with a clock, so that no host's clock matters.
+MISSED_HEARTBEATS = 2
+
+# NOTE: a call that is safe to repeat is not sent to another conductor
+# with less time than this left of [api]rpc_call_timeout.
+MIN_ATTEMPT_SECONDS = 1.0
+
+# The RemoteError types of a conductor that could not reach its database.
+LOST_DATABASE = ('DBConnectionError', 'OperationalError')
+
+_FAILOVERS = unavailable_log.UnavailableLog(LOG)
 
 
 def _wrap_transport_errors(f):
@@ -80,7 +98,7 @@ def _wrap_transport_errors(f):
                 reason='message broker unreachable') from exc
         except messaging.MessagingException as exc:
             if isinstance(exc, messaging.RemoteError):
-                if exc.exc_type in ('DBConnectionError', 'OperationalError'):
+                if exc.exc_type in LOST_DATABASE:
                     # NOTE: the conductor lost the database: as temporary
                     # for the client as the API losing it (503).
                     metrics.rpc_failure(f.__name__,
@@ -96,6 +114,72 @@ def _wrap_transport_errors(f):
     wrapper.__name__ = f.__name__
     wrapper.__doc__ = f.__doc__
     return wrapper
+
+
+def fresh_conductors(alive, interval):
+    """The conductors of ``alive`` that missed no heartbeat: none more
+    than MISSED_HEARTBEATS intervals older than the newest heartbeat.
+
+    :param alive: live Conductor objects.
+    :param interval: [conductor]heartbeat_interval, in seconds.
+    """
+    beats = [c.heartbeat_at for c in alive if c.heartbeat_at is not None]
+    if not beats:
+        return list(alive)
+    oldest = max(beats) - datetime.timedelta(
+        seconds=MISSED_HEARTBEATS * interval)
+    return [c for c in alive
+            if c.heartbeat_at is not None and c.heartbeat_at >= oldest]
+
+
+def prefer_fresh(first, alive, interval):
+    """The order in which the conductors of a call are asked: the fresh
+    ones (fresh_conductors()) before the others, ``first`` (the choice of
+    the routing: the node's hashed conductor, or a random one) ahead of
+    its kind, the rest each by newest heartbeat.
+
+    :param first: a hostname, or None.
+    :param alive: live Conductor objects that may serve the call.
+    :returns: their hostnames, each once.
+    """
+    fresh = {id(c) for c in fresh_conductors(alive, interval)}
+    newest_first = sorted(
+        alive, key=lambda c: c.heartbeat_at.timestamp()
+        if c.heartbeat_at is not None else float('-inf'), reverse=True)
+    ordered = sorted(newest_first, key=lambda c: (id(c) not in fresh,
+                                                  c.hostname != first))
+    hostnames = []
+    for conductor in ordered:
+        if conductor.hostname not in hostnames:
+            hostnames.append(conductor.hostname)
+    return hostnames
+
+
+class Route:
+    """The conductors that may serve one call, in the order they are
+    asked (prefer_fresh()).  Only a call that is safe to repeat goes past
+    the first."""
+
+    def __init__(self, hostnames):
+        if not hostnames:
+            raise ValueError('a route needs a conductor')
+        self.hostnames = tuple(hostnames)
+
+    @property
+    def first(self):
+        return self.hostnames[0]
+
+    def __str__(self):
+        return self.first
+
+    def __repr__(self):
+        return 'Route(%r)' % (self.hostnames,)
+
+
+def _hostnames(host):
+    """The conductors to ask, in turn: ``host`` is a Route or one
+    hostname."""
+    return host.hostnames if isinstance(host, Route) else (host,)
 
 
 class ConductorAPI:
@@ -119,15 +203,6 @@ class ConductorAPI:
             context, CONF.conductor.heartbeat_timeout,
             conductor_group=conductor_group)
 
-    def get_conductor_for(self, context, node):
-        """The live conductor serving ``node`` (stable while the set of
-        live conductors of its group does not change).
-
-        :raises: NoValidHost when no conductor of the group is alive.
-        """
-        return self.conductor_for_node(
-            node, self._alive(context, node.conductor_group or ''))
-
     @staticmethod
     def conductor_for_node(node, alive):
         """The conductor serving ``node`` among preloaded live conductors.
@@ -149,12 +224,39 @@ class ConductorAPI:
                              usedforsecurity=False).hexdigest()
         return hostnames[int(digest, 16) % len(hostnames)]
 
+    def route_for_node(self, context, node):
+        """The Route of a call about ``node``: the live conductors of its
+        conductor group, its hashed one (conductor_for_node(): stable
+        while the set of live conductors of the group does not change)
+        first unless it missed heartbeats.  Any of them can serve the
+        call: the conductor takes the node's lock itself.
+
+        :raises: NoValidHost when no conductor of the group is alive.
+        """
+        alive = self._alive(context, node.conductor_group or '')
+        first = self.conductor_for_node(node, alive)
+        return Route(prefer_fresh(first, alive,
+                                  CONF.conductor.heartbeat_interval))
+
+    def route_to_any(self, context):
+        """The Route of a call any conductor can serve: a random pick
+        (get_random_conductor(recent=True)) first, then the other live
+        conductors.
+
+        :raises: NoValidHost when none is alive.
+        """
+        first = self.get_random_conductor(context, recent=True)
+        return Route(prefer_fresh(first.hostname,
+                                  [first] + self._recent_alive(context),
+                                  CONF.conductor.heartbeat_interval))
+
     def list_alive_conductors(self, context):
         """All live conductors, for conductor_for_node()."""
         return self._alive(context)
 
     def get_random_conductor(self, context, recent=False):
-        """Any live conductor.
+        """Any live conductor, one that missed no heartbeat if there is
+        one (fresh_conductors()).
 
         :param recent: accept conductors seen alive up to
             ``recently_alive_seconds`` ago, for work that the live
@@ -167,7 +269,8 @@ class ConductorAPI:
                  else self._alive(context))
         if not alive:
             raise exception.NoValidHost(reason='no conductor is alive')
-        return random.choice(alive)
+        return random.choice(fresh_conductors(
+            alive, CONF.conductor.heartbeat_interval) or alive)
 
     def _recent_alive(self, context):
         with self._recently_alive_lock:
@@ -193,59 +296,146 @@ class ConductorAPI:
         rpc.wait_for_reply_queue(timeout)
         # NOTE: the wait for the reply queue and the call share one bound.
         remaining = max(1.0, timeout - (time.monotonic() - started))
-        return self.client.prepare(server=host, version=version,
-                                   timeout=remaining, retry=SEND_RETRIES)
+        return self.client.prepare(server=_hostnames(host)[0],
+                                   version=version, timeout=remaining,
+                                   retry=SEND_RETRIES)
+
+    def _call_repeatable(self, context, host, method, gone=(), **kwargs):
+        """Call ``method``, which is safe to repeat, on the conductors of
+        ``host`` in turn, within ``[api]rpc_call_timeout`` in all.
+
+        The next one is asked when one shows no sign of life for
+        ``[api]rpc_attempt_timeout`` (a conductor working on the call
+        sends oslo.messaging's call-monitor heartbeats, so a slow call is
+        not sent twice) or answers that it could not reach its database.
+        The message to a silent conductor expires with the call.
+
+        :param host: a Route, or one hostname.
+        :param gone: exceptions that, from a conductor asked after
+            another, mean the work is done: the earlier one did it after
+            all.
+        :raises: what the last conductor asked raised; MessageBroker-
+            Unreachable as _prepare_call().
+        """
+        hostnames = _hostnames(host)
+        timeout = CONF.api.rpc_call_timeout
+        deadline = time.monotonic() + timeout
+        rpc.wait_for_reply_queue(timeout)
+        silent_after = CONF.api.rpc_attempt_timeout
+        failure = None
+        for number, hostname in enumerate(hostnames, 1):
+            remaining = deadline - time.monotonic()
+            if failure is not None and remaining < MIN_ATTEMPT_SECONDS:
+                raise failure
+            remaining = max(MIN_ATTEMPT_SECONDS, remaining)
+            options = {}
+            monitored = (number < len(hostnames)
+                         and remaining > silent_after)
+            if monitored:
+                options['call_monitor_timeout'] = silent_after
+            cctxt = self.client.prepare(server=hostname, version='1.0',
+                                        timeout=remaining,
+                                        retry=SEND_RETRIES, **options)
+            try:
+                return cctxt.call(context, method, **kwargs)
+            except gone:
+                if failure is None:
+                    raise
+                LOG.info('%(method)s: conductor %(host)s finds it done '
+                         'already, by a conductor asked before',
+                         {'method': method, 'host': hostname})
+                return None
+            except messaging.MessagingTimeout as exc:
+                if not monitored:
+                    raise
+                failure, reason = exc, metrics.RPC_TIMEOUT
+                why = 'showed no sign of life for %s seconds' % silent_after
+            except messaging.RemoteError as exc:
+                if (number == len(hostnames)
+                        or exc.exc_type not in LOST_DATABASE):
+                    raise
+                failure, reason = exc, metrics.RPC_REMOTE_DATABASE
+                why = 'could not reach its database'
+            metrics.rpc_failover(method, reason)
+            # NOTE: while a conductor is lost, every request routed to it
+            # fails over: one line per conductor and reason per interval.
+            _FAILOVERS.warning(
+                '%s %s' % (hostname, reason),
+                'Conductor %(host)s %(why)s in %(method)s; asking '
+                'conductor %(next)s', {
+                    'host': hostname, 'why': why, 'method': method,
+                    'next': hostnames[number]})
+        raise failure
 
     # Nodes
+
+    # NOTE: the node calls below take ``host``, a Route (route_for_node())
+    # or one hostname.  Those safe to repeat go to the next conductor of
+    # the Route when one fails to serve them (_call_repeatable()): each
+    # sets values or deletes, so a second conductor doing it again, or
+    # finding it done, leaves what the client asked for.  Provision and
+    # power actions start work that is not safe to start twice: they go
+    # to the Route's first conductor only.
 
     @_wrap_transport_errors
     def update_node(self, context, node, host):
         """Save the changed fields of a node under its lock.
 
+        Repeatable: the same fields set to the same values; an instance
+        removed once has no allocation left to remove.
+
         :returns: the updated node.
         :raises: NodeLocked, InvalidState, NodeAssociated, DuplicateName,
             InstanceAssociated, NodeNotFound, ConductorUnreachable.
         """
-        return self._prepare_call(host).call(context, 'update_node',
-                                             node_obj=node)
+        return self._call_repeatable(context, host, 'update_node',
+                                     node_obj=node)
 
     @_wrap_transport_errors
     def destroy_node(self, context, node_id, host):
-        """Delete a node.
+        """Delete a node.  Repeatable: a node already gone is deleted.
 
         :raises: NodeLocked, InvalidState, NodeProtected, NodeAssociated,
             NodeNotFound, ConductorUnreachable.
         """
-        return self._prepare_call(host).call(context, 'destroy_node',
-                                             node_id=node_id)
+        return self._call_repeatable(context, host, 'destroy_node',
+                                     gone=exception.NodeNotFound,
+                                     node_id=node_id)
 
     @_wrap_transport_errors
     def set_node_traits(self, context, node_id, traits, host):
-        """Replace a node's traits under its lock.
+        """Replace a node's traits under its lock.  Repeatable.
 
         :raises: NodeLocked, NodeNotFound, ConductorUnreachable.
         """
-        return self._prepare_call(host).call(context, 'set_node_traits',
-                                             node_id=node_id, traits=traits)
+        return self._call_repeatable(context, host, 'set_node_traits',
+                                     node_id=node_id, traits=traits)
 
     @_wrap_transport_errors
     def add_node_trait(self, context, node_id, trait, host):
-        """:raises: NodeLocked, NodeNotFound, ConductorUnreachable."""
-        return self._prepare_call(host).call(context, 'add_node_trait',
-                                             node_id=node_id, trait=trait)
+        """Repeatable: a trait the node has is not added again.
+
+        :raises: NodeLocked, NodeNotFound, ConductorUnreachable.
+        """
+        return self._call_repeatable(context, host, 'add_node_trait',
+                                     node_id=node_id, trait=trait)
 
     @_wrap_transport_errors
     def remove_node_trait(self, context, node_id, trait, host):
-        """:raises: NodeLocked, NodeNotFound, NodeTraitNotFound,
+        """Repeatable: a trait already gone is removed.
+
+        :raises: NodeLocked, NodeNotFound, NodeTraitNotFound,
             ConductorUnreachable.
         """
-        return self._prepare_call(host).call(context, 'remove_node_trait',
-                                             node_id=node_id, trait=trait)
+        return self._call_repeatable(context, host, 'remove_node_trait',
+                                     gone=exception.NodeTraitNotFound,
+                                     node_id=node_id, trait=trait)
 
     @_wrap_transport_errors
     def do_provisioning_action(self, context, node_id, action, host,
                                configdrive=None):
-        """Start a provision action; it finishes asynchronously.
+        """Start a provision action; it finishes asynchronously.  Sent to
+        the first conductor of ``host`` only.
 
         :param action: a canonical action of states.VERBS.
         :raises: NodeLocked, InvalidStateRequested, NodeInMaintenance,
@@ -258,7 +448,8 @@ class ConductorAPI:
     @_wrap_transport_errors
     def change_node_power_state(self, context, node_id, new_state, host,
                                 timeout=None):
-        """Start a power action; it finishes asynchronously.
+        """Start a power action; it finishes asynchronously.  Sent to the
+        first conductor of ``host`` only.
 
         :param timeout: seconds the action may take before it fails; None
             for no bound.  Dropped (with a warning) while
@@ -384,9 +575,13 @@ class ConductorAPI:
 
     @_wrap_transport_errors
     def destroy_allocation(self, context, allocation_id, host):
-        """Delete an allocation and free its node (a call).
+        """Delete an allocation and free its node (a call).  Repeatable
+        (any conductor can do it: it takes no node lock): an allocation
+        already gone is deleted.
 
+        :param host: a Route (route_to_any()), or one hostname.
         :raises: AllocationNotFound, InvalidState, ConductorUnreachable.
         """
-        return self._prepare_call(host).call(
-            context, 'destroy_allocation', allocation_id=allocation_id)
+        return self._call_repeatable(context, host, 'destroy_allocation',
+                                     gone=exception.AllocationNotFound,
+                                     allocation_id=allocation_id)

@@ -51,7 +51,23 @@ api_opts = [
                     'synchronous RPC call (node actions, allocation '
                     'deletion) before answering 503. The bound includes '
                     'waiting for the RPC reply queue while the message '
-                    'broker is unreachable.'),
+                    'broker is unreachable, and every conductor asked '
+                    '(see rpc_attempt_timeout).'),
+    cfg.IntOpt('rpc_attempt_timeout',
+               default=4,
+               min=2,
+               help='Seconds without a sign of life from the conductor '
+                    'chosen for a call that is safe to repeat (the '
+                    'deletion of an allocation, node updates and trait '
+                    'changes, the deletion of a node) after which the API '
+                    'asks another live conductor, within '
+                    'rpc_call_timeout. A conductor working on the call '
+                    'shows it is alive every half of this time, so a slow '
+                    'call is not sent twice. Provision and power actions '
+                    'are never sent twice: they wait rpc_call_timeout. At '
+                    'least 2 (the conductor signals every whole second or '
+                    'more); when not smaller than rpc_call_timeout, no '
+                    'other conductor is asked after a silent one.'),
     cfg.FloatOpt('allocation_create_wait',
                  default=0.0,
                  min=0.0,

@@ -37,6 +37,23 @@ conductor_opts = [
                help='Seconds between checks that release node locks held '
                     'by dead conductors and fail node actions they left '
                     'unfinished. 0 disables the check.'),
+    cfg.IntOpt('node_locked_retry_attempts',
+               default=3,
+               mutable=True,
+               min=1,
+               help='How many times a conductor tries to lock a node for '
+                    'a request (node update or deletion, traits, provision '
+                    'and power actions) while another operation holds the '
+                    'lock, before the request fails with 409 (NodeLocked). '
+                    '1 fails at once. Whatever the two options say, no try '
+                    'starts later than half of [api]rpc_call_timeout after '
+                    'the first, so that the API gets the answer in time.'),
+    cfg.IntOpt('node_locked_retry_interval',
+               default=1,
+               mutable=True,
+               min=0,
+               help='Seconds a conductor waits between two tries to lock a '
+                    'node (see node_locked_retry_attempts).'),
     cfg.FloatOpt('fake_action_delay',
                  default=0.0,
                  mutable=True,

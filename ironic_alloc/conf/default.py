@@ -51,6 +51,18 @@ service_opts = [
                     'upgraded service until all run the new code, then '
                     'unset it and restart them. Unset means the newest '
                     'versions of this code.'),
+    cfg.IntOpt('unavailable_log_interval',
+               default=60,
+               min=0,
+               mutable=True,
+               help='Seconds between two log lines of one cause of '
+                    'failures due to something unavailable: an API answer '
+                    '503 because the database, the message broker or a '
+                    'conductor cannot be reached, a conductor that cannot '
+                    'reach the database. Such a line is a WARNING without '
+                    'a traceback; each process writes at most one per '
+                    'cause per interval, and the next one is preceded by '
+                    'a line counting those left out. 0 writes every one.'),
 ]
 
 

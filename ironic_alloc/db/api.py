@@ -246,9 +246,12 @@ class Connection(metaclass=abc.ABCMeta):
 
     @abc.abstractmethod
     def update_allocation(self, allocation_id, values):
-        """Update user fields (name, extra, expires_at).
+        """Update user fields (name, extra, expires_at).  A lease end (a
+        time) is written only while the allocation's node is in
+        states.LEASE_ALLOWED_STATES (judged in the write).
 
-        :raises: AllocationNotFound, AllocationDuplicateName.
+        :raises: AllocationNotFound, AllocationDuplicateName,
+            LeaseOnDeployedNode.
         """
 
     @abc.abstractmethod
@@ -305,6 +308,11 @@ class Connection(metaclass=abc.ABCMeta):
         """
 
     @abc.abstractmethod
+    def get_reservation_owners(self, reservation_uuids):
+        """{uuid: owner} of the given reservations, in one query; other
+        uuids (an allocation's, unknown ones) are left out."""
+
+    @abc.abstractmethod
     def get_reservation_list(self, filters=None, limit=None, marker=None):
         """One page of reservations (with ``node_uuid``) in id order.
 
@@ -314,10 +322,11 @@ class Connection(metaclass=abc.ABCMeta):
 
     @abc.abstractmethod
     def update_reservation_expiry(self, reservation_id, expires_at):
-        """Set the end of a reservation's lease.
+        """Set the end of a reservation's lease, only while its node is
+        in states.LEASE_ALLOWED_STATES (judged in the write).
 
         :returns: the row, with ``node_uuid``.
-        :raises: ReservationNotFound.
+        :raises: ReservationNotFound, LeaseOnDeployedNode.
         """
 
     @abc.abstractmethod
@@ -332,59 +341,63 @@ class Connection(metaclass=abc.ABCMeta):
         """
 
     @abc.abstractmethod
-    def get_expired_holds(self, node_states, limit):
+    def get_expired_holds(self, limit):
         """Ids of at most ``limit`` holds (allocations and reservations)
-        whose lease ended by the database clock and that
-        release_expired_hold() may release now, the oldest lease first.
-        Members of allocation groups are never among them: they expire
-        with their group (get_expired_groups()).
-
-        :param node_states: provision states in which DELETE frees a
-            node (a node in maintenance is freed in any state).
+        whose lease ended by the database clock and whose node no
+        conductor is changing, for release_expired_hold(), the oldest
+        lease first.  Members of allocation groups are never among them:
+        they expire with their group (get_expired_groups()).
         """
 
     @abc.abstractmethod
-    def release_expired_hold(self, hold_id, node_states):
+    def release_expired_hold(self, hold_id):
         """Delete a hold whose lease ended and free its node, in one
         transaction, as destroy_allocation() does; only while its lease
         has still passed (by the database clock), its node is not locked
-        by a conductor and is in ``node_states`` or in maintenance.
+        by a conductor and is in states.LEASE_ALLOWED_STATES (in
+        maintenance or not), all judged in the DELETE.  When the node is
+        in another state (deployed), the ended lease is removed instead.
 
-        :returns: the released hold (id, uuid, kind, node_id, node_uuid,
-            expires_at), or None when this call released nothing (another
-            conductor did, the lease was renewed or cleared, the node is
-            busy).
+        :returns: the hold (id, uuid, kind, node_id, node_uuid,
+            node_state, expires_at, lease_cleared: whether the lease was
+            removed rather than the hold released), or None when this
+            call changed nothing (another conductor did, the lease was
+            renewed or cleared, the node is locked).
         """
 
     @abc.abstractmethod
-    def get_expired_groups(self, node_states, limit):
+    def get_expired_groups(self, limit):
         """Ids of at most ``limit`` allocation groups whose lease ended
-        by the database clock and whose members' nodes may all be freed
-        now (not locked by a conductor, in ``node_states`` or in
-        maintenance), the oldest lease first.
+        by the database clock and whose members' nodes no conductor is
+        changing, the oldest lease first.
         """
 
     @abc.abstractmethod
-    def release_expired_group(self, group_id, node_states):
+    def release_expired_group(self, group_id):
         """Delete a group whose lease ended with every member, freeing
         their nodes, in one transaction (as destroy_allocation_group()
         does); only while its lease has still passed by the database
-        clock and every member's node may be freed (see
-        get_expired_groups()), else nothing changes.
+        clock and every member's node may be freed (the rule of
+        release_expired_hold(), in each member's DELETE), else nothing
+        changes.  When a member's node is deployed, the ended lease of the
+        group and its members is removed instead.
 
-        :returns: the released group (id, uuid, expires_at, released: the
-            members as (uuid, node_id, node_uuid)), or None when this call
-            released nothing (another conductor did, the lease was renewed
-            or cleared, a node is busy).
+        :returns: the group (id, uuid, expires_at, released: the members
+            released as (uuid, node_id, node_uuid), lease_cleared, and
+            deployed: [(node uuid, provision state)] when the lease was
+            removed), or None when this call changed nothing (another
+            conductor did, the lease was renewed or cleared, a node is
+            locked).
         """
 
     @abc.abstractmethod
     def update_allocation_group_lease(self, group_id, expires_at):
         """Set the lease end of a group and of all its members (None: no
-        lease), in one transaction.
+        lease), in one transaction; a time only while every member's node
+        is in states.LEASE_ALLOWED_STATES (judged in the write).
 
         :returns: the group's row.
-        :raises: AllocationGroupNotFound.
+        :raises: AllocationGroupNotFound, LeaseOnDeployedNode.
         """
 
     @abc.abstractmethod
@@ -436,7 +449,9 @@ class Connection(metaclass=abc.ABCMeta):
 
     @abc.abstractmethod
     def explain_no_candidates(self, criteria):
-        """Which constraint left an allocation with no candidate.
+        """Which constraint left an allocation with no candidate.  With
+        an owner, over the nodes the owner owns or leases only: the
+        sentence is shown to the owner's project.
 
         :returns: a sentence for the allocation's last_error.
         """

@@ -152,7 +152,8 @@ class Allocation(base.IronicAllocObject):
     def save(self, context=None):
         """Write changed user fields (name, extra, expires_at).
 
-        :raises: AllocationNotFound, AllocationDuplicateName.
+        :raises: AllocationNotFound, AllocationDuplicateName,
+            LeaseOnDeployedNode.
         """
         values = self.obj_get_changes()
         values.pop('updated_at', None)
@@ -204,6 +205,12 @@ class Allocation(base.IronicAllocObject):
                                    cls.dbapi.get_reservation_by_uuid(uuid))
 
     @classmethod
+    def reservation_owners(cls, context, uuids):
+        """{uuid: owner} of the reservations among ``uuids``, in one
+        query."""
+        return cls.dbapi.get_reservation_owners(uuids)
+
+    @classmethod
     def list_reservations(cls, context, filters=None, limit=None,
                           marker=None):
         """One page; ``marker`` is a reservation id."""
@@ -213,7 +220,7 @@ class Allocation(base.IronicAllocObject):
 
     @classmethod
     def renew_reservation(cls, context, reservation_id, expires_at):
-        """:raises: ReservationNotFound."""
+        """:raises: ReservationNotFound, LeaseOnDeployedNode."""
         return cls._with_node_uuid(context,
                                    cls.dbapi.update_reservation_expiry(
                                        reservation_id, expires_at))

@@ -90,7 +90,7 @@ class AllocationGroup(base.IronicAllocObject):
         """Set the lease end of the group and of all its members (None:
         no lease) in one transaction.
 
-        :raises: AllocationGroupNotFound.
+        :raises: AllocationGroupNotFound, LeaseOnDeployedNode.
         """
         row = self.dbapi.update_allocation_group_lease(self.id, expires_at)
         self._from_db_object(self._context, self, row)

@@ -133,10 +133,11 @@ _TIME_AND_INSTANCE_HOLDER = sa.select(
     stmts.NODE_UUID_BY_INSTANCE.scalar_subquery().label('holder'))
 
 # At most "limit" holds (allocations of both kinds) whose lease passed and
-# that a release may take now, the oldest lease first: those without a
-# node, and those whose node no conductor is changing and that DELETE
-# would free (one of "node_states", or in maintenance).  A node being
-# deployed is never among them: the deploy cleared its hold's lease.
+# that the expiry may take now, the oldest lease first: those without a
+# node and those whose node no conductor is changing.  Each is then
+# released, or, when its node is deployed (statements.HOLD_DEPLOYED:
+# nothing should have left a lease on it), its lease is removed; so none
+# is found again.
 _EXPIRED_HOLDS = sa.select(stmts.ALLOCATIONS.c.id).select_from(
     stmts.ALLOCATIONS.outerjoin(
         stmts.NODES, stmts.NODES.c.id == stmts.ALLOCATIONS.c.node_id),
@@ -144,35 +145,38 @@ _EXPIRED_HOLDS = sa.select(stmts.ALLOCATIONS.c.id).select_from(
     stmts.ALLOCATIONS.c.expires_at < utc_now(),
     # NOTE: a group's members expire with their group, never alone.
     stmts.ALLOCATIONS.c.group_id.is_(None),
-    sa.or_(stmts.NODES.c.id.is_(None), sa.and_(
-        stmts.NODE_UNLOCKED,
-        sa.or_(stmts.NODES.c.maintenance == sa.true(),
-               stmts.NODES.c.provision_state.in_(
-                   sa.bindparam('node_states', expanding=True))))),
+    sa.or_(stmts.NODES.c.id.is_(None), stmts.NODE_UNLOCKED),
 ).order_by(stmts.ALLOCATIONS.c.expires_at, stmts.ALLOCATIONS.c.id).limit(
     sa.bindparam('limit'))
 
 # The release itself: the row goes only while its lease has passed, so of
 # several conductors releasing it one deletes it (rowcount 1) and a lease
-# renewed or cleared meanwhile (a deploy) keeps it.
+# renewed or cleared meanwhile keeps it; and only while its node may lose
+# it (statements.HOLD_RELEASABLE), whatever wrote the lease.
 _DELETE_EXPIRED_HOLD = stmts.ALLOCATIONS.delete().where(
     stmts.ALLOCATIONS.c.id == sa.bindparam('id'),
     stmts.ALLOCATIONS.c.group_id.is_(None),
-    stmts.ALLOCATIONS.c.expires_at < utc_now())
+    stmts.ALLOCATIONS.c.expires_at < utc_now(),
+    stmts.HOLD_RELEASABLE)
 
-# A member of group "groups.id" whose node the expiry may not free now:
-# locked by a conductor, or in a provision state out of "node_states"
-# and not in maintenance (the rule of single holds, for every member).
+# An ended lease found on a deployed node's hold goes instead: that hold
+# ends at tear-down, and a lease left on it would release it at the
+# first moment the node is free to lose it.
+_CLEAR_DEPLOYED_HOLD_LEASE = stmts.ALLOCATIONS.update().where(
+    stmts.ALLOCATIONS.c.id == sa.bindparam('hold_id'),
+    stmts.ALLOCATIONS.c.group_id.is_(None),
+    stmts.ALLOCATIONS.c.expires_at < utc_now(),
+    stmts.HOLD_DEPLOYED).values(expires_at=None)
+
+# A member of group "groups.id" whose node a conductor is changing: the
+# group waits for the next pass.
 _GROUP_MEMBER_BUSY = sa.exists().where(
     stmts.ALLOCATIONS.c.group_id == stmts.GROUPS.c.id,
     stmts.NODES.c.id == stmts.ALLOCATIONS.c.node_id,
-    sa.or_(~stmts.NODE_UNLOCKED, sa.and_(
-        stmts.NODES.c.maintenance == sa.false(),
-        stmts.NODES.c.provision_state.notin_(
-            sa.bindparam('node_states', expanding=True)))))
+    ~stmts.NODE_UNLOCKED)
 
-# The groups whose lease ended and whose members' nodes may all be freed
-# now, the oldest lease first.
+# The groups whose lease ended and whose members' nodes no conductor is
+# changing, the oldest lease first.
 _EXPIRED_GROUPS = sa.select(stmts.GROUPS.c.id).where(
     stmts.GROUPS.c.expires_at < utc_now(), ~_GROUP_MEMBER_BUSY,
 ).order_by(stmts.GROUPS.c.expires_at, stmts.GROUPS.c.id).limit(
@@ -184,6 +188,19 @@ _EXPIRED_GROUPS = sa.select(stmts.GROUPS.c.id).where(
 _EXPIRED_GROUP_FOR_DELETE = sa.select(stmts.GROUPS).where(
     stmts.GROUPS.c.id == sa.bindparam('id'),
     stmts.GROUPS.c.expires_at < utc_now()).with_for_update()
+
+# The ended lease of a group of which a member's node is deployed goes,
+# as a single hold's (its members' leases with it).
+_CLEAR_DEPLOYED_GROUP_LEASE = stmts.GROUPS.update().where(
+    stmts.GROUPS.c.id == sa.bindparam('group_id'),
+    stmts.GROUPS.c.expires_at < utc_now(),
+    stmts.GROUP_HOLDS_DEPLOYED).values(expires_at=None)
+
+# One member of an ended group, deleted only while its node may lose it.
+_DELETE_EXPIRED_MEMBER = stmts.ALLOCATIONS.delete().where(
+    stmts.ALLOCATIONS.c.id == sa.bindparam('id'),
+    stmts.ALLOCATIONS.c.group_id == sa.bindparam('group_id'),
+    stmts.HOLD_RELEASABLE)
 
 
 @event.listens_for(sa.engine.Engine, 'connect')
@@ -543,6 +560,11 @@ def _reservation_reasons(node_uuids, nodes, project, default=None):
         reasons.append({'node_uuid': node_uuid, 'reason': reason})
     return reasons
 
+
+# Why an allocation with an owner found no node when its owner owns or
+# leases none of the class.
+_NONE_OF_THE_OWNERS = ('no node owned or leased by "%(owner)s" has '
+                       'resource class "%(resource_class)s"')
 
 # Why no node was reserved when some pass every constraint.
 _ALL_TAKEN = ('all matching nodes were reserved by concurrent allocations '
@@ -1003,11 +1025,6 @@ class Connection(api.Connection):
             may already have the allocation's UUID as its instance.
         :returns: the new row (every column, as attributes).
         """
-        node_uuid = conn.execute(stmts.NODE_UUID_BY_INSTANCE,
-                                 {'instance_uuid': values['uuid']}).scalar()
-        if node_uuid is not None and node_uuid != backfilled_node:
-            raise exception.InstanceAssociated(
-                instance_uuid=values['uuid'], node=node_uuid)
         try:
             result = conn.execute(stmts.INSERT_ALLOCATION, values)
         except db_exc.DBDuplicateEntry as exc:
@@ -1016,6 +1033,15 @@ class Connection(api.Connection):
                 raise exception.AllocationDuplicateName(
                     name=values.get('name'))
             raise exception.AllocationAlreadyExists(uuid=values['uuid'])
+        # NOTE: after the INSERT, so that a UUID taken by another hold is
+        # "already exists" whoever holds it; the node that has the UUID
+        # as its instance is never named, the caller may not see it.  The
+        # row goes with the transaction.
+        node_uuid = conn.execute(stmts.NODE_UUID_BY_INSTANCE,
+                                 {'instance_uuid': values['uuid']}).scalar()
+        if node_uuid is not None and node_uuid != backfilled_node:
+            raise exception.InstanceAlreadyAssociated(
+                instance_uuid=values['uuid'])
         # NOTE: the inserted parameters include the column defaults
         # (created_at) computed for the INSERT.
         row = dict.fromkeys(stmts.ALLOCATIONS.columns.keys())
@@ -1110,11 +1136,17 @@ class Connection(api.Connection):
     @retry_on_conflict
     def update_allocation(self, allocation_id, values):
         values = _naive_lease_end(values)
+        leased = values.get('expires_at') is not None
         try:
             with _session_for_write() as session:
-                count = session.query(models.Allocation).filter_by(
-                    id=allocation_id).update(values,
-                                             synchronize_session=False)
+                query = session.query(models.Allocation).filter_by(
+                    id=allocation_id)
+                if leased:
+                    _lock_hold_and_node(session.connection(), allocation_id)
+                    query = query.filter(stmts.HOLD_LEASABLE)
+                count = query.update(values, synchronize_session=False)
+                if not count and leased:
+                    _refuse_lease(session.connection(), [allocation_id])
                 if not count:
                     raise exception.AllocationNotFound(
                         allocation=allocation_id)
@@ -1138,53 +1170,48 @@ class Connection(api.Connection):
             _delete_hold(conn, allocation, node_states)
         return allocation.uuid, allocation.node_id
 
-    def get_expired_holds(self, node_states, limit):
+    def get_expired_holds(self, limit):
         with _connection_for_read() as conn:
-            return list(conn.execute(_EXPIRED_HOLDS, {
-                'node_states': sorted(node_states),
-                'limit': limit}).scalars())
+            return list(conn.execute(_EXPIRED_HOLDS,
+                                     {'limit': limit}).scalars())
 
     @retry_on_conflict
-    def release_expired_hold(self, hold_id, node_states):
+    def release_expired_hold(self, hold_id):
         with _connection_for_write() as conn:
-            # NOTE: the hold, then its node, locked in the order of
-            # destroy_allocation and of begin_deploy.
-            hold = conn.execute(stmts.ALLOCATION_FOR_DELETE,
-                                {'id': hold_id}).first()
+            hold, node = _lock_hold_and_node(conn, hold_id)
             if hold is None:
                 return None
-            node = None
-            if hold.node_id is not None:
-                node = conn.execute(stmts.NODE_FOR_DEALLOCATION,
-                                    {'id': hold.node_id}).first()
-            if node is not None and (
-                    node.reservation is not None
-                    or (not node.maintenance
-                        and node.provision_state not in node_states)):
-                return None
             if conn.execute(_DELETE_EXPIRED_HOLD,
-                            {'id': hold_id}).rowcount != 1:
+                            {'id': hold_id}).rowcount == 1:
+                _free_node(conn, hold, node)
+                lease_cleared = False
+            elif conn.execute(_CLEAR_DEPLOYED_HOLD_LEASE,
+                              {'hold_id': hold_id}).rowcount == 1:
+                lease_cleared = True
+            else:
+                # NOTE: renewed, released by another conductor, or its
+                # node locked by a conductor: the next pass looks again.
                 return None
-            _free_node(conn, hold, node)
         return types.SimpleNamespace(
             id=hold.id, uuid=hold.uuid, kind=hold.kind,
             node_id=hold.node_id, expires_at=hold.expires_at,
-            node_uuid=node.uuid if node is not None else None)
+            node_uuid=node.uuid if node is not None else None,
+            node_state=node.provision_state if node is not None else None,
+            lease_cleared=lease_cleared)
 
-    def get_expired_groups(self, node_states, limit):
+    def get_expired_groups(self, limit):
         with _connection_for_read() as conn:
-            return list(conn.execute(_EXPIRED_GROUPS, {
-                'node_states': sorted(node_states),
-                'limit': limit}).scalars())
+            return list(conn.execute(_EXPIRED_GROUPS,
+                                     {'limit': limit}).scalars())
 
-    def release_expired_group(self, group_id, node_states):
+    def release_expired_group(self, group_id):
         try:
-            return self._release_expired_group(group_id, node_states)
+            return self._release_expired_group(group_id)
         except _GroupBusy:
             return None
 
     @retry_on_conflict
-    def _release_expired_group(self, group_id, node_states):
+    def _release_expired_group(self, group_id):
         with _connection_for_write() as conn:
             group = conn.execute(_EXPIRED_GROUP_FOR_DELETE,
                                  {'id': group_id}).first()
@@ -1194,22 +1221,31 @@ class Connection(api.Connection):
                 sa.select(stmts.ALLOCATIONS.c.id).where(
                     stmts.ALLOCATIONS.c.group_id == group_id).order_by(
                         stmts.ALLOCATIONS.c.id)).scalars().all()
+            if conn.execute(_CLEAR_DEPLOYED_GROUP_LEASE,
+                            {'group_id': group_id}).rowcount == 1:
+                conn.execute(stmts.ALLOCATIONS.update().where(
+                    stmts.ALLOCATIONS.c.group_id == group_id).values(
+                        expires_at=None))
+                deployed = conn.execute(stmts.DEPLOYED_NODES_OF_HOLDS, {
+                    'hold_ids': member_ids}).all()
+                return types.SimpleNamespace(
+                    id=group.id, uuid=group.uuid,
+                    expires_at=group.expires_at, released=[],
+                    lease_cleared=True,
+                    deployed=[(row.node_uuid, row.provision_state)
+                              for row in deployed])
             released = []
             for member_id in member_ids:
-                hold = conn.execute(stmts.ALLOCATION_FOR_DELETE,
-                                    {'id': member_id}).first()
-                node = None
-                if hold.node_id is not None:
-                    node = conn.execute(stmts.NODE_FOR_DEALLOCATION,
-                                        {'id': hold.node_id}).first()
-                if node is not None and node.reservation is not None:
-                    # NOTE: raised to roll back the members deleted so
-                    # far: the group goes as a whole or stays.
+                hold, node = _lock_hold_and_node(conn, member_id)
+                if conn.execute(_DELETE_EXPIRED_MEMBER, {
+                        'id': member_id, 'group_id': group_id,
+                }).rowcount != 1:
+                    # NOTE: its node is locked by a conductor (or left
+                    # the rule since the statement above): raised to roll
+                    # back the members deleted so far, the group goes as
+                    # a whole or stays.
                     raise _GroupBusy()
-                try:
-                    _delete_hold(conn, hold, node_states)
-                except exception.InvalidState:
-                    raise _GroupBusy() from None
+                _free_node(conn, hold, node)
                 released.append(types.SimpleNamespace(
                     uuid=hold.uuid, node_id=hold.node_id,
                     node_uuid=node.uuid if node is not None else None))
@@ -1217,7 +1253,8 @@ class Connection(api.Connection):
                 stmts.GROUPS.c.id == group_id))
         return types.SimpleNamespace(id=group.id, uuid=group.uuid,
                                      expires_at=group.expires_at,
-                                     released=released)
+                                     released=released, lease_cleared=False,
+                                     deployed=[])
 
     @retry_on_conflict
     def update_allocation_group_lease(self, group_id, expires_at):
@@ -1226,9 +1263,22 @@ class Connection(api.Connection):
                 {'expires_at': lease_time.whole_second(expires_at)}
             )['expires_at']
         with _connection_for_write() as conn:
-            if conn.execute(stmts.GROUPS.update().where(
-                    stmts.GROUPS.c.id == group_id).values(
-                        expires_at=expires_at)).rowcount != 1:
+            # NOTE: the group, then its members' nodes: the lock order of
+            # a member's deploy, so that the lease is judged on the nodes
+            # as a deploy that was waiting left them.
+            group = conn.execute(stmts.GROUP_BY['id'].with_for_update(),
+                                 {'value': group_id}).first()
+            if group is None:
+                raise exception.AllocationGroupNotFound(group=group_id)
+            if expires_at is not None:
+                conn.execute(stmts.LOCK_GROUP_NODES, {'group_id': group_id})
+            if conn.execute(stmts.SET_GROUP_LEASE, {
+                    'group_id': group_id, 'lease_end': expires_at,
+                    'leased': expires_at is not None}).rowcount != 1:
+                _refuse_lease(conn, conn.execute(
+                    sa.select(stmts.ALLOCATIONS.c.id).where(
+                        stmts.ALLOCATIONS.c.group_id == group_id)
+                ).scalars().all(), group=group)
                 raise exception.AllocationGroupNotFound(group=group_id)
             conn.execute(stmts.ALLOCATIONS.update().where(
                 stmts.ALLOCATIONS.c.group_id == group_id).values(
@@ -1338,8 +1388,8 @@ class Connection(api.Connection):
                     _TIME_AND_INSTANCE_HOLDER,
                     {'instance_uuid': values['instance_uuid']}).one()
                 if holder is not None:
-                    raise exception.InstanceAssociated(
-                        instance_uuid=values['instance_uuid'], node=holder)
+                    raise exception.InstanceAlreadyAssociated(
+                        instance_uuid=values['instance_uuid'])
                 nodes = conn.execute(stmts.NODES_FOR_RESERVATION,
                                      {'uuids': list(node_uuids)}).all()
                 by_uuid = {node.uuid: node for node in nodes}
@@ -1396,16 +1446,9 @@ class Connection(api.Connection):
             if 'instance_uuid' in columns or \
                     'uniq_nodes0instance_uuid' in columns:
                 # NOTE: another node got the instance since the check.
-                raise exception.InstanceAssociated(
-                    instance_uuid=values['instance_uuid'],
-                    node=self._node_of_instance(values['instance_uuid']))
+                raise exception.InstanceAlreadyAssociated(
+                    instance_uuid=values['instance_uuid'])
             raise exception.AllocationAlreadyExists(uuid=values['uuid'])
-
-    @staticmethod
-    def _node_of_instance(instance_uuid):
-        with _connection_for_read() as conn:
-            return conn.execute(stmts.NODE_UUID_BY_INSTANCE, {
-                'instance_uuid': instance_uuid}).scalar() or 'unknown'
 
     def get_reservation_by_uuid(self, reservation_uuid):
         with _connection_for_read() as conn:
@@ -1414,6 +1457,15 @@ class Connection(api.Connection):
         if row is None:
             raise exception.ReservationNotFound(reservation=reservation_uuid)
         return row
+
+    def get_reservation_owners(self, reservation_uuids):
+        uuids = list(set(reservation_uuids))
+        if not uuids:
+            return {}
+        a = models.Allocation
+        with _session_for_read() as session:
+            return dict(session.query(a.uuid, a.owner).filter(
+                a.uuid.in_(uuids), a.kind == states.RESERVATION_KIND).all())
 
     def get_reservation_list(self, filters=None, limit=None, marker=None):
         filters = dict(filters or {})
@@ -1431,10 +1483,15 @@ class Connection(api.Connection):
     @retry_on_conflict
     def update_reservation_expiry(self, reservation_id, expires_at):
         with _connection_for_write() as conn:
+            if _lock_hold_and_node(conn, reservation_id,
+                                   stmts.RESERVATION_FOR_DELETE)[0] is None:
+                raise exception.ReservationNotFound(
+                    reservation=reservation_id)
             count = conn.execute(stmts.RENEW_RESERVATION, {
                 'reservation_id': reservation_id,
                 'expires_at': lease_time.whole_second(expires_at)}).rowcount
             if count != 1:
+                _refuse_lease(conn, [reservation_id])
                 raise exception.ReservationNotFound(
                     reservation=reservation_id)
             return conn.execute(stmts.RESERVATION_BY_ID,
@@ -1720,14 +1777,25 @@ class Connection(api.Connection):
         # NOTE: a probe per constraint (LIMIT 1), cheaper than the funnel
         # of explain_allocation(), which reads every node of the class.
         shape, params = stmts.candidate_shape(criteria)
+        groups = stmts.candidate_groups(shape)
         applied = []
+        if shape.owner:
+            # NOTE: the owner's nodes first: the sentence is shown to the
+            # owner's project, and must not change with the nodes it may
+            # not see (whether other projects have nodes of the class,
+            # and in what state).
+            applied.extend(next(g for g in groups
+                                if g.step == 'owner').clauses)
         with _connection_for_read() as conn:
-            for constraint in stmts.candidate_groups(shape):
+            for constraint in groups:
                 applied.extend(constraint.clauses)
                 found = conn.execute(sa.select(stmts.NODES.c.id).where(
                     *applied).limit(1), params).first()
                 if found is None:
-                    return constraint.reason % stmts.words(criteria, params)
+                    reason = constraint.reason
+                    if shape.owner and constraint is groups[0]:
+                        reason = _NONE_OF_THE_OWNERS
+                    return reason % stmts.words(criteria, params)
         return _ALL_TAKEN
 
     def explain_allocation(self, criteria, examples=0, project=None):
@@ -2187,6 +2255,40 @@ def _within_limits(limits, usage, node_ids, nodes):
     if not kept:
         raise limits.refusal(usage, classes[node_ids[0]])
     return kept
+
+
+def _lock_hold_and_node(conn, hold_id, statement=stmts.ALLOCATION_FOR_DELETE):
+    """Lock hold ``hold_id`` (read by ``statement``), then its node: the
+    lock order of deletion and of begin_deploy, so that a lease written
+    next is judged on the node as a deploy that was waiting left it.
+
+    :returns: (the hold's row, its node's row); (None, None) when there
+        is no such hold, its node None when it holds none.
+    """
+    hold = conn.execute(statement, {'id': hold_id}).first()
+    node = None
+    if hold is not None and hold.node_id is not None:
+        node = conn.execute(stmts.NODE_FOR_DEALLOCATION,
+                            {'id': hold.node_id}).first()
+    return hold, node
+
+
+def _refuse_lease(conn, hold_ids, group=None):
+    """Raise the refusal of a lease for the first of ``hold_ids`` whose
+    node is deployed (a lease write found statements.HOLD_LEASABLE
+    false); return when none is.
+
+    :param group: the group's row when the holds are its members.
+    :raises: LeaseOnDeployedNode.
+    """
+    row = conn.execute(stmts.DEPLOYED_NODES_OF_HOLDS,
+                       {'hold_ids': list(hold_ids)}).first()
+    if row is None:
+        return
+    hold = ('allocation group %s' % group.uuid if group is not None
+            else '%s %s' % (row.kind, row.uuid))
+    raise exception.LeaseOnDeployedNode(hold=hold, node=row.node_uuid,
+                                        state=row.provision_state)
 
 
 def _delete_hold(conn, hold, node_states, deleted=False):

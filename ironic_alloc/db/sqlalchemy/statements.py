@@ -183,6 +183,59 @@ FREE_NODE_AND_INSTANCE = NODES.update().where(
 
 # Leases
 
+# The rule of states.LEASE_ALLOWED_STATES, for the hold of the enclosing
+# statement (a row of allocations): it may have a lease, and lose its node
+# to an ended one, only while it holds no node or its node is in one of
+# those states.  Every write that sets a lease or releases a hold whose
+# lease ended carries it in its WHERE clause, so no check made before in
+# Python can be overtaken by a deploy.
+_LEASE_STATES = sorted(states.LEASE_ALLOWED_STATES)
+NODE_LEASABLE = NODES.c.provision_state.in_(_LEASE_STATES)
+# Its negation (a node without a provision state counts as deployed, as
+# in Python).
+NODE_DEPLOYED = sa.or_(NODES.c.provision_state.is_(None),
+                       NODES.c.provision_state.notin_(_LEASE_STATES))
+HOLD_LEASABLE = sa.or_(
+    ALLOCATIONS.c.node_id.is_(None),
+    sa.exists().where(NODES.c.id == ALLOCATIONS.c.node_id, NODE_LEASABLE))
+HOLD_DEPLOYED = sa.exists().where(NODES.c.id == ALLOCATIONS.c.node_id,
+                                  NODE_DEPLOYED)
+# What an ended lease may release now: HOLD_LEASABLE, and the node not
+# locked by a conductor either.
+HOLD_RELEASABLE = sa.or_(
+    ALLOCATIONS.c.node_id.is_(None),
+    sa.exists().where(NODES.c.id == ALLOCATIONS.c.node_id, NODE_LEASABLE,
+                      NODE_UNLOCKED))
+# A member of the group of the enclosing statement (a row of
+# allocation_groups) holds a deployed node.
+GROUP_HOLDS_DEPLOYED = sa.exists().where(
+    ALLOCATIONS.c.group_id == GROUPS.c.id, HOLD_DEPLOYED)
+
+# The holds among "hold_ids" whose node is deployed, with that node, to
+# name them in a refusal.
+DEPLOYED_NODES_OF_HOLDS = sa.select(
+    ALLOCATIONS.c.uuid, ALLOCATIONS.c.kind, NODES.c.uuid.label('node_uuid'),
+    NODES.c.provision_state,
+).select_from(ALLOCATIONS.join(
+    NODES, NODES.c.id == ALLOCATIONS.c.node_id)).where(
+        ALLOCATIONS.c.id.in_(sa.bindparam('hold_ids', expanding=True)),
+        NODE_DEPLOYED).order_by(ALLOCATIONS.c.id)
+
+# The lease of group "group_id" becomes "lease_end" (NULL: none); when
+# "leased" (a time), only while none of its members holds a deployed node.
+SET_GROUP_LEASE = GROUPS.update().where(
+    GROUPS.c.id == _bind('group_id', GROUPS.c.id),
+    sa.or_(~sa.bindparam('leased', type_=sa.Boolean),
+           ~GROUP_HOLDS_DEPLOYED)).values(
+        expires_at=_bind('lease_end', GROUPS.c.expires_at))
+
+# The nodes of the members of group "group_id", locked (after the group)
+# in id order.
+LOCK_GROUP_NODES = sa.select(NODES.c.id).where(NODES.c.id.in_(
+    sa.select(ALLOCATIONS.c.node_id).where(
+        ALLOCATIONS.c.group_id == _bind('group_id', ALLOCATIONS.c.group_id),
+    ))).order_by(NODES.c.id).with_for_update()
+
 # The lease of hold "hold_id" ends at "lease_end" (NULL: never).
 SET_HOLD_EXPIRY = ALLOCATIONS.update().where(
     ALLOCATIONS.c.id == _bind('hold_id', ALLOCATIONS.c.id)).values(
@@ -556,8 +609,19 @@ def _search_clauses(shape, dialect):
     instead of walking the index in order.  SQLite and MySQL keep the
     EXISTS form they had (only PostgreSQL's planning was measured; SQLite
     before 3.39 refuses HAVING without GROUP BY).
+
+    NOTE: SQLite takes "instance_uuid IS NULL" for a lookup of one row in
+    the unique index of instance_uuid, though every free node passes it.
+    Without a range on uuid (an explanation's examples) it then read
+    every free node of the class and sorted them.  likely() tells its
+    planner that the tests of the "held" step pass most rows; it walks
+    nodes_candidate_idx in uuid order instead and stops at "limit".
     """
     groups = candidate_groups(shape)
+    if dialect == 'sqlite':
+        return [sa.func.likely(clause, type_=sa.Boolean)
+                if constraint.step == 'held' else clause
+                for constraint in groups for clause in constraint.clauses]
     if dialect != 'postgresql':
         return [clause for constraint in groups
                 for clause in constraint.clauses]
@@ -886,10 +950,10 @@ MOVE_RESERVATION = ALLOCATIONS.update().where(
 
 
 # A reservation's new lease ("expires_at"), of reservation
-# "reservation_id" only.
+# "reservation_id" only, under the rule of leases (HOLD_LEASABLE).
 RENEW_RESERVATION = ALLOCATIONS.update().where(
     ALLOCATIONS.c.id == _bind('reservation_id', ALLOCATIONS.c.id),
-    IS_RESERVATION,
+    IS_RESERVATION, HOLD_LEASABLE,
 ).values(expires_at=_bind('expires_at', ALLOCATIONS.c.expires_at))
 
 

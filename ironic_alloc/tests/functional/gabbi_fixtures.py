@@ -153,6 +153,10 @@ class LockedNodeFixture(ConductorFixture):
 
     def start_fixture(self):
         super().start_fixture()
+        # NOTE: the lock is never released: the conductor's retries run
+        # back to back, so that each refusal does not wait for nothing.
+        CONF.set_override('node_locked_retry_interval', 0,
+                          group='conductor')
         os.environ['LOCKED_NODE_UUID'] = uuidutils.generate_uuid()
         _make_node(uuid=os.environ['LOCKED_NODE_UUID'], name='locked-node',
                    resource_class='gold', provision_state=states.AVAILABLE,

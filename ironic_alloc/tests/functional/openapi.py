@@ -313,7 +313,8 @@ class ServedAPI(fixtures.Fixture):
     fixture and a config fixture in place."""
 
     def _setUp(self):
-        self.useFixture(ia_fixtures.ConductorFixture(host='test-conductor'))
+        self.conductor = self.useFixture(
+            ia_fixtures.ConductorFixture(host='test-conductor'))
         hooks.reset_rpcapi()
         self.addCleanup(hooks.reset_rpcapi)
         self.server = api_cmd.build_service()

@@ -442,11 +442,8 @@ class TestGroupLeases(_GroupTestCase):
         past = dbapi.get_database_time() - datetime.timedelta(seconds=5)
         # A member whose own row says its lease ended stays.
         dbapi.update_allocation(member.id, {'expires_at': past})
-        node_states = states.UPDATE_ALLOWED_STATES
-        self.assertNotIn(member.id, dbapi.get_expired_holds(node_states,
-                                                            100))
-        self.assertIsNone(dbapi.release_expired_hold(member.id,
-                                                     node_states))
+        self.assertNotIn(member.id, dbapi.get_expired_holds(100))
+        self.assertIsNone(dbapi.release_expired_hold(member.id))
         self.assertEqual((2, 1, 2), self.rows())
         # The group's ended lease with a node locked by a conductor: the
         # group stays whole.
@@ -454,17 +451,16 @@ class TestGroupLeases(_GroupTestCase):
             conn.execute(models.AllocationGroup.__table__.update().values(
                 expires_at=past))
         dbapi.reserve_node('busy-conductor', node.id)
-        self.assertEqual([], dbapi.get_expired_groups(node_states, 100))
-        self.assertIsNone(dbapi.release_expired_group(row.id, node_states))
+        self.assertEqual([], dbapi.get_expired_groups(100))
+        self.assertIsNone(dbapi.release_expired_group(row.id))
         self.assertEqual((2, 1, 2), self.rows())
         dbapi.release_node('busy-conductor', node.id)
-        self.assertEqual([row.id], dbapi.get_expired_groups(node_states,
-                                                            100))
+        self.assertEqual([row.id], dbapi.get_expired_groups(100))
         # Several conductors: one releases it, the others nothing.
-        released = dbapi.release_expired_group(row.id, node_states)
+        released = dbapi.release_expired_group(row.id)
         self.assertEqual(sorted(m['uuid'] for m in group['members']),
                          sorted(m.uuid for m in released.released))
-        self.assertIsNone(dbapi.release_expired_group(row.id, node_states))
+        self.assertIsNone(dbapi.release_expired_group(row.id))
         self.assertEqual((0, 0, 0), self.rows())
 
     def test_deploy_clears_the_group_lease(self):
@@ -495,7 +491,24 @@ class TestGroupLeases(_GroupTestCase):
                                     {'op': 'add', 'path': '/ttl',
                                      'value': 60}])
         self.assertEqual(409, status, doc)
-        self.assertIn('provision state "active"', self.error(status, doc))
+        self.assertIn('Cannot set a lease on allocation group %s: its node '
+                      '%s is in provision state "active"'
+                      % (group['uuid'], node), self.error(status, doc))
+        self.assertIsNone(self.group_row(group).expires_at)
+        # An ended lease left on such a group (written before this rule)
+        # never releases it, in maintenance too: the expiry removes it.
+        past = dbapi.get_database_time() - datetime.timedelta(seconds=5)
+        with sqla_api.get_engine().begin() as conn:
+            for table in (models.AllocationGroup.__table__,
+                          models.Allocation.__table__):
+                conn.execute(table.update().values(expires_at=past))
+        dbapi.update_node(dbapi.get_node_by_uuid(node).id,
+                          {'maintenance': True})
+        expiry = self.api.conductor.service.lease_expiry
+        self.assertEqual(0, expiry.release_expired())
+        self.assertEqual((2, 1, 2), self.rows())
+        self.assertIsNone(self.group_row(group).expires_at)
+        self.assertEqual({None}, self.member_leases(group))
 
     def test_patch_of_the_lease(self):
         utils.make_available_node(self.context)

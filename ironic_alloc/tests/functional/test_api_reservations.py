@@ -13,6 +13,7 @@ import http.client
 import json
 import random
 import threading
+import time
 import urllib.parse
 
 from oslo_utils import uuidutils
@@ -157,7 +158,9 @@ class TestReservationsOverHTTP(_ReservationTestCase):
         status, doc = self.reserve([second.uuid], instance)
         self.assertEqual(409, status)
         fault = self.fault(doc)
-        self.assertIn(first.uuid, fault['faultstring'])
+        # NOTE: the node that has the instance is never named.
+        self.assertEqual('Instance %s is already associated with a node.'
+                         % instance, fault['faultstring'])
         self.assertEqual([second.uuid],
                          [r['node_uuid'] for r in fault['reasons']])
         self.assertEqual(1, self.reservation_rows())
@@ -345,6 +348,58 @@ class TestReservationsOverHTTP(_ReservationTestCase):
         self.assertEqual(404, self.call(
             'PATCH', '/v1/reservations/%s' % uuidutils.generate_uuid(),
             [{'op': 'replace', 'path': '/ttl', 'value': 60}])[0])
+
+    def test_deployed_node_takes_no_lease(self):
+        # NOTE: the data loss of issue 38: a renewal after the deploy
+        # re-armed the lease, and its end took the instance away.
+        node = utils.make_available_node(self.context, name='deployed')
+        status, doc = self.reserve([node.uuid], ttl=600)
+        reservation = doc['reservation']
+        url = '/v1/reservations/%s' % reservation['uuid']
+        status, body = self.call('PATCH', '/v1/nodes/deployed', [
+            {'op': 'add', 'path': '/instance_info/reservation_uuid',
+             'value': reservation['uuid']}])
+        self.assertEqual(200, status, body)
+        status, body = self.call('PUT', '/v1/nodes/deployed/states/'
+                                 'provision', {'target': 'active'})
+        self.assertEqual(202, status, body)
+        deadline = time.monotonic() + 30
+        while True:
+            shown = dbapi.get_node_by_id(node.id)
+            if shown.provision_state == states.ACTIVE and (
+                    shown.reservation is None):
+                break
+            self.assertLess(time.monotonic(), deadline)
+            time.sleep(0.05)
+        self.assertIsNone(self.call('GET', url)[1]['reservation'][
+            'expires_at'])
+        message = ('Cannot set a lease on reservation %s: its node %s is in '
+                   'provision state "active", and the hold of a deployed '
+                   'node has no lease (it ends at tear-down).'
+                   % (reservation['uuid'], node.uuid))
+        later = (dbapi.get_database_time() + datetime.timedelta(
+            seconds=300)).replace(microsecond=0).isoformat()
+        for maintenance in (False, True):
+            if maintenance:
+                # The operator's checks of the deployed node change
+                # nothing.
+                status, body = self.call(
+                    'PUT', '/v1/nodes/deployed/maintenance',
+                    {'reason': 'checks'}, extension=None)
+                self.assertEqual(202, status, body)
+            for op in ({'op': 'replace', 'path': '/ttl', 'value': 60},
+                       {'op': 'replace', 'path': '/expires_at',
+                        'value': later}):
+                status, body = self.call('PATCH', url, [op])
+                self.assertEqual(409, status, (maintenance, op, body))
+                self.assertEqual(message, self.error(status, body))
+        status, shown = self.call('GET', url)
+        self.assertIsNone(shown['reservation']['expires_at'])
+        shown = dbapi.get_node_by_id(node.id)
+        self.assertEqual((reservation['instance_uuid'], reservation['uuid']),
+                         (shown.instance_uuid,
+                          shown.instance_info.get('reservation_uuid')))
+        self.assertEqual([], utils.check_invariant())
 
     def test_delete_frees_the_node(self):
         node = utils.make_available_node(self.context, name='freed')

@@ -122,6 +122,26 @@ class CandidateSearchPlanTestCase(base.DbTestCase):
         self._assert_ordered_walk(statements.candidates_before_pivot,
                                   {'resource_class': 'gold'})
 
+    def test_search_from_the_start(self):
+        self._assert_ordered_walk(statements.candidates_from,
+                                  {'resource_class': 'gold'})
+
+    def test_examples_of_an_explanation(self):
+        # NOTE: no range on uuid here: SQLite took "instance_uuid IS
+        # NULL" for a one-row lookup of its unique index, read every free
+        # node and sorted them.
+        self._assert_ordered_walk(
+            lambda shape, dialect: statements.matching_uuids(
+                shape, False, dialect), {'resource_class': 'gold'})
+
+    def test_examples_of_a_rich_explanation(self):
+        if self.engine.dialect.name == 'mysql':
+            self.skipTest('MariaDB plans the EXISTS form of trait tests '
+                          'as it always did')
+        self._assert_ordered_walk(
+            lambda shape, dialect: statements.matching_uuids(
+                shape, False, dialect), RICH)
+
     def _only_postgresql(self):
         # NOTE: the form of the trait tests is PostgreSQL's own; SQLite
         # and MariaDB plan the EXISTS form as they always did.

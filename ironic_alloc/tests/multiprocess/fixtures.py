@@ -25,6 +25,7 @@ import random
 import shutil
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import tempfile
@@ -825,3 +826,105 @@ class DatabaseServer:
                     time.sleep(0.5)
         finally:
             eng.dispose()
+
+
+class TcpProxy:
+    """A TCP relay on a loopback port of its own in front of a server,
+    which the test cuts: a process configured with the proxy's address
+    loses that server while every other process keeps it.
+
+    ``cut()`` resets every relayed connection and refuses new ones, as a
+    database server that went down does; ``restore()`` accepts again on
+    the same port.
+    """
+
+    def __init__(self, target_host, target_port):
+        self.target = (target_host, target_port)
+        self.port = free_port()
+        self._lock = threading.Lock()
+        self._sockets = set()
+        self._listener = None
+        self._accepting = None
+        self.restore()
+
+    def url_for(self, url):
+        """``url`` (SQLAlchemy) with its host and port the proxy's."""
+        return str(sa.engine.make_url(url).set(
+            host='127.0.0.1', port=self.port)
+            .render_as_string(hide_password=False))
+
+    def restore(self):
+        listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind(('127.0.0.1', self.port))
+        listener.listen(64)
+        # NOTE: the accept loop polls its flag, so that cut() stops it
+        # without closing a socket another thread is blocked on.
+        listener.settimeout(0.2)
+        accepting = threading.Event()
+        accepting.set()
+        self._listener, self._accepting = listener, accepting
+        threading.Thread(target=self._accept, args=(listener, accepting),
+                         daemon=True).start()
+
+    def cut(self):
+        self._accepting.clear()
+        with self._lock:
+            sockets, self._sockets = self._sockets, set()
+        for sock in sockets:
+            # NOTE: linger 0: close() sends RST, as a dead server's host
+            # answers, instead of an orderly end of the stream.
+            try:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER,
+                                struct.pack('ii', 1, 0))
+            except OSError:
+                pass
+            sock.close()
+
+    close = cut
+
+    def _accept(self, listener, accepting):
+        try:
+            while accepting.is_set():
+                try:
+                    client, _ = listener.accept()
+                except socket.timeout:
+                    continue
+                try:
+                    server = socket.create_connection(self.target,
+                                                      timeout=5)
+                except OSError:
+                    client.close()
+                    continue
+                client.settimeout(None)
+                server.settimeout(None)
+                with self._lock:
+                    if not accepting.is_set():
+                        client.close()
+                        server.close()
+                        continue
+                    self._sockets.update((client, server))
+                for src, dst in ((client, server), (server, client)):
+                    threading.Thread(target=self._pipe, args=(src, dst),
+                                     daemon=True).start()
+        finally:
+            listener.close()
+
+    def _pipe(self, src, dst):
+        try:
+            while True:
+                data = src.recv(65536)
+                if not data:
+                    break
+                dst.sendall(data)
+        except OSError:
+            pass
+        # NOTE: one side ended: end the other, as a plain connection
+        # would.
+        for sock in (src, dst):
+            with self._lock:
+                self._sockets.discard(sock)
+            try:
+                sock.close()
+            except OSError:
+                pass

@@ -172,7 +172,9 @@ class TestPicking(PlacementAllocationTestCase):
             '/allocations/%s' % a2.uuid)['project_id'])
         a3 = self.allocate(owner='p1')
         self.assertEqual(states.ALLOCATION_ERROR, a3.state)
-        self.assertIn('owned or leased by "p1"', a3.last_error)
+        # NOTE: p1's own nodes explain it, never p2's free one.
+        self.assertIn('no node of resource class "gold" is available',
+                      a3.last_error)
         self.assertEqual(set(), self.claims(a3.uuid))
 
     def test_error_names_the_constraint(self):

@@ -9,11 +9,14 @@ show_instance_secrets say otherwise.
 """
 
 from oslo_utils import strutils
+from oslo_utils import uuidutils
 
 from ironic_alloc import api
 from ironic_alloc.common import exception
 from ironic_alloc.common import limits
 from ironic_alloc.common import policy
+from ironic_alloc.common import states
+from ironic_alloc import objects
 
 MASK = '******'
 
@@ -95,6 +98,22 @@ def check_allocation_visible(allocation, ident):
         raise exception.AllocationNotFound(allocation=ident)
 
 
+def reservation_visible(reservation_uuid):
+    """Whether the caller may see the reservation ``reservation_uuid``
+    (baremetal:reservation:get), which an error may name only then: its
+    UUID is what proves the right to deploy its node.  False for one that
+    is gone."""
+    context = _context()
+    if not policy.enforced():
+        return True
+    try:
+        reservation = objects.Allocation.get_reservation(
+            context, reservation_uuid)[0]
+    except exception.ReservationNotFound:
+        return False
+    return allowed('baremetal:reservation:get', reservation)
+
+
 def authorize_allocation(rule, allocation=None, owner=None):
     """:raises: HTTPForbidden (403) naming ``rule``."""
     context = _context()
@@ -128,10 +147,134 @@ def list_project(kind, owner=None):
     return project
 
 
-class NodeMasks:
-    """What the caller may see of nodes, decided once per response."""
+def named_reservation(instance_info):
+    """The reservation UUID (lower case) an instance_info names under
+    states.RESERVATION_KEY, or None when it names none (a value that is
+    not a UUID names none)."""
+    if not isinstance(instance_info, dict):
+        return None
+    value = instance_info.get(states.RESERVATION_KEY)
+    if isinstance(value, str) and uuidutils.is_uuid_like(value):
+        return value.lower()
+    return None
+
+
+# The owner recorded for a UUID that is no reservation's.
+_NOT_A_RESERVATION = object()
+
+
+class ReservationSight:
+    """Which reservations named in nodes' instance_info the caller may
+    see (baremetal:reservation:get), for one request.
+
+    A reservation's UUID is what proves the right to deploy its node, so
+    the node's owner, who may see the node but not a lessee's
+    reservation, is never shown it.  A value naming no reservation hides
+    nothing and is shown.
+    """
 
     def __init__(self):
+        context = self.context = _context()
+        # NOTE: a caller allowed without an owner in the target (a system
+        # reader; anyone when rules are not enforced) sees every
+        # reservation: no read at all.
+        self.sees_all = policy.check('baremetal:reservation:get',
+                                     policy.allocation_target(context),
+                                     context)
+        self._owners = {}
+        self._allowed = {}
+
+    def preload(self, nodes):
+        """Read the owners of what ``nodes`` name, in one query."""
+        if self.sees_all:
+            return
+        wanted = {named_reservation(n.instance_info) for n in nodes}
+        wanted -= {None}
+        wanted -= set(self._owners)
+        if not wanted:
+            return
+        found = objects.Allocation.reservation_owners(self.context, wanted)
+        for uuid in wanted:
+            self._owners[uuid] = found.get(uuid, _NOT_A_RESERVATION)
+
+    def shown(self, uuid):
+        """Whether the caller may see what names reservation ``uuid``
+        (a lower-case UUID)."""
+        if self.sees_all:
+            return True
+        if uuid not in self._owners:
+            self._owners.update(objects.Allocation.reservation_owners(
+                self.context, [uuid]))
+            self._owners.setdefault(uuid, _NOT_A_RESERVATION)
+        owner = self._owners[uuid]
+        if owner is _NOT_A_RESERVATION:
+            return True
+        if owner not in self._allowed:
+            self._allowed[owner] = policy.check(
+                'baremetal:reservation:get',
+                policy.allocation_target(self.context, owner=owner),
+                self.context)
+        return self._allowed[owner]
+
+    def hide(self, values):
+        """Mask, in a node's wire ``values``, the reservation UUID the
+        caller may not see (a copy of instance_info is made).
+
+        :returns: the value masked, or None.
+        """
+        info = values.get('instance_info')
+        named = named_reservation(info)
+        if named is None or self.shown(named):
+            return None
+        values['instance_info'] = dict(info, **{states.RESERVATION_KEY:
+                                                MASK})
+        return info[states.RESERVATION_KEY]
+
+
+def patchable_node(values):
+    """A node's wire ``values`` as the caller's PATCH applies to them:
+    as shown to the caller, what it may not see masked.  Pass the result
+    of the patch to unmask_patched().
+
+    :returns: (the values to patch, what was masked or None).
+    """
+    view = dict(values)
+    return view, ReservationSight().hide(view)
+
+
+def unmask_patched(patched, hidden):
+    """Put back into ``patched`` (patchable_node() values after the
+    patch) the reservation UUID a kept mask stands for: the shown node
+    sent back whole never writes the mask over the real value."""
+    info = patched.get('instance_info')
+    if (hidden is not None and isinstance(info, dict)
+            and info.get(states.RESERVATION_KEY) == MASK):
+        info[states.RESERVATION_KEY] = hidden
+
+
+def check_deploy_reservation(node):
+    """A deploy naming a reservation the caller may not see is refused:
+    only those who may see a reservation deploy with it (its project,
+    system callers), even once its UUID is in the node's instance_info.
+
+    :raises: ReservationNotVisible (409), naming no reservation.
+    """
+    named = named_reservation(node.instance_info)
+    if named is not None and not ReservationSight().shown(named):
+        raise exception.ReservationNotVisible(node=node.uuid)
+
+
+class NodeMasks:
+    """What the caller may see of nodes, decided once per response.
+
+    :param nodes: the nodes of the response, whose named reservations
+        are then read at once (see ReservationSight).
+    """
+
+    def __init__(self, nodes=(), fields=None):
+        self.reservations = ReservationSight()
+        if fields is None or 'instance_info' in fields:
+            self.reservations.preload(nodes)
         context = self.context = _context()
         caller = context.to_policy_values()
         self.show_driver_secrets = policy.shows('show_password', caller,
@@ -180,3 +323,4 @@ class NodeMasks:
             for key in ('configdrive', 'image_url'):
                 if info.get(key):
                     info[key] = MASK
+        self.reservations.hide(values)

@@ -323,14 +323,16 @@ def _candidate_uuids(idents):
 def _owner_for_caller(owner):
     """The owner of an allocation a project caller creates: its project
     unless it names another one and baremetal:allocation:create_restricted
-    allows that (system callers keep what they give).
+    allows that; an empty owner names none (system callers keep what they
+    give, an empty owner included, as in Ironic).
 
     :raises: NotAuthorized (403) naming the rule.
     """
     project = access.project_caller()
     if project is None:
         return owner
-    if owner is None:
+    if not owner:
+        # NOTE: as in Ironic, an empty owner is no owner: the caller's.
         return project
     rule = 'baremetal:allocation:create_restricted'
     if owner != project and not access.allowed(rule, owner=owner):
@@ -499,22 +501,6 @@ class AllocationPatchType(types.JsonPatchType):
 types.json_object(AllocationPatchType)
 
 
-def _check_lease_allowed(rpc_allocation):
-    """A lease ends only for an allocation whose node DELETE would free:
-    a deployed node's hold has none.  :raises: Conflict (409)."""
-    if rpc_allocation.node_id is None:
-        return
-    node = objects.Node.get_by_id(api.request.context,
-                                  rpc_allocation.node_id)
-    if not node.maintenance and (
-            node.provision_state not in states.UPDATE_ALLOWED_STATES):
-        raise exception.Conflict(
-            'Cannot set a lease on allocation %s: its node %s is in '
-            'provision state "%s", and the hold of a deployed node has no '
-            'lease (it ends at tear-down).'
-            % (rpc_allocation.uuid, node.uuid, node.provision_state))
-
-
 def _patched_values(rpc_allocation, patch):
     """The new name/extra (and lease) of an allocation.
 
@@ -554,8 +540,9 @@ def _patched_values(rpc_allocation, patch):
                 'Allocation %s was made in an allocation group: it cannot '
                 'have a lease of its own (PATCH the group\'s /expires_at or '
                 '/ttl).' % rpc_allocation.uuid)
-        if lease_end is not None:
-            _check_lease_allowed(rpc_allocation)
+        # NOTE: a deployed node's hold takes no lease: the write itself
+        # refuses it (LeaseOnDeployedNode, 409), so a deploy cannot slip
+        # in between a check and the write.
         values['expires_at'] = lease_end
     return values
 
@@ -755,13 +742,12 @@ def _allocation_gone(ident):
 
 def _destroy(rpc_allocation):
     context = api.request.context
-    # NOTE: a list of live conductors up to a second old: a conductor dead
-    # for less than [conductor]heartbeat_timeout may be picked anyway, so
-    # the second adds nothing new (the call then answers 503 in time).
-    conductor = api.request.rpcapi.get_random_conductor(context,
-                                                        recent=True)
+    # NOTE: a conductor dead for less than [conductor]heartbeat_timeout is
+    # still on the list of live ones: the route asks the next one when the
+    # first does not serve the call (conductor/rpcapi.py).
+    route = api.request.rpcapi.route_to_any(context)
     api.request.rpcapi.destroy_allocation(context, rpc_allocation.id,
-                                          conductor.hostname)
+                                          route)
 
 
 class AllocationExplainController(rest.RestController):

@@ -343,29 +343,27 @@ def _lease_of_patch(patch):
     return leases.lease_of_patch(patch)
 
 
-def _check_lease_allowed(spec, members=()):
-    """A lease ends only for a group whose DELETE would free every
-    node: a deployed node's hold has none, in a group too (its expiry
-    could never release the group).
+def _check_lease_allowed(spec, group=None):
+    """The rule of leases (states.LEASE_ALLOWED_STATES) for the nodes the
+    hand-over members of ``spec`` name, which a conductor binds to the
+    group only when it commits it.  The nodes of the members a group holds
+    are judged by the write of the lease itself
+    (db update_allocation_group_lease), and the expiry never releases a
+    deployed node whatever wrote the lease.
 
-    :param spec: the group's spec (hand-over members name their node).
-    :param members: [(Allocation, node UUID)] of the group's rows.
-    :raises: Conflict (409).
+    :param group: the group, None for a new one.
+    :raises: LeaseOnDeployedNode (409).
     """
     context = api.request.context
     node_ids = {member['node_id'] for member in spec.values()
                 if member.get('node_id') is not None}
-    node_ids.update(allocation.node_id for allocation, _node in members
-                    if allocation.node_id is not None)
     for node_id in sorted(node_ids):
         node = objects.Node.get_by_id(context, node_id)
-        if not node.maintenance and (
-                node.provision_state not in states.UPDATE_ALLOWED_STATES):
-            raise exception.Conflict(
-                'Cannot set a lease on this allocation group: node %s is '
-                'in provision state "%s", and the hold of a deployed node '
-                'has no lease (it ends at tear-down).'
-                % (node.uuid, node.provision_state))
+        if node.provision_state not in states.LEASE_ALLOWED_STATES:
+            raise exception.LeaseOnDeployedNode(
+                hold=('allocation group %s' % group.uuid if group
+                      else 'a new allocation group'),
+                node=node.uuid, state=node.provision_state)
 
 
 class AllocationGroupsController(rest.RestController):
@@ -480,9 +478,8 @@ class AllocationGroupsController(rest.RestController):
         if not changed:
             raise exception.Invalid('A JSON patch of /expires_at or /ttl '
                                     'is required.')
-        members = group.members()
-        if end is not None:
-            _check_lease_allowed(group.spec or {}, members)
+        if end is not None and group.state == states.GROUP_ALLOCATING:
+            _check_lease_allowed(group.spec or {}, group)
         try:
             group.set_lease(end)
         except exception.AllocationGroupNotFound:

@@ -566,7 +566,10 @@ class NodesController(rest.RestController):
             objects.Chassis.get_by_uuid(api.request.context,
                                         query['chassis_uuid'])
         filters = _list_filters(query)
-        project = access.list_project('node')
+        # NOTE: as in Ironic, a caller without list_all may only ask for
+        # its own project (another one is a 403), and an empty ``project``
+        # asks for nothing more than the caller's view.
+        project = access.list_project('node', query['project'] or None)
         if project is not None:
             # NOTE: a project sees the nodes it owns or leases.
             filters['project'] = project
@@ -579,7 +582,7 @@ class NodesController(rest.RestController):
             nodes = _nodes_of_conductor(host, filters, limit, marker,
                                         sort_key, sort_dir)
         preloaded = preload(nodes, fields)
-        masks = access.NodeMasks()
+        masks = access.NodeMasks(nodes, fields)
         page = NodeCollection()
         page.nodes = [convert_with_links(n, fields, preloaded, masks)
                       for n in nodes]
@@ -601,7 +604,7 @@ class NodesController(rest.RestController):
                    types.boolean, types.boolean, str, types.uuid, int, str,
                    str, str, types.listtype, str, str, str, types.boolean,
                    str, str, str, types.uuid, types.listtype, types.boolean,
-                   str, types.boolean, str, str)
+                   str, types.boolean, str, str, str)
     def get_all(self, instance_uuid=None, associated=None, maintenance=None,
                 retired=None, provision_state=None, marker=None,
                 limit=None, sort_key=None, sort_dir=None, driver=None,
@@ -609,7 +612,7 @@ class NodesController(rest.RestController):
                 conductor_group=None, detail=None, owner=None, lessee=None,
                 description_contains=None, chassis_uuid=None, shard=None,
                 sharded=None, parent_node=None, include_children=None,
-                instance_name=None, conductor=None):
+                instance_name=None, conductor=None, project=None):
         """List nodes (Ironic's filters, paging and ``fields``)."""
         query = dict(locals())
         del query['self']
@@ -623,7 +626,7 @@ class NodesController(rest.RestController):
                    types.boolean, types.boolean, str, types.uuid, int, str,
                    str, str, str, str, str, str, str, str, types.uuid,
                    types.listtype, types.boolean, str, types.boolean, str,
-                   str)
+                   str, str)
     def detail(self, instance_uuid=None, associated=None, maintenance=None,
                retired=None, provision_state=None, marker=None, limit=None,
                sort_key=None, sort_dir=None, driver=None,
@@ -631,7 +634,7 @@ class NodesController(rest.RestController):
                owner=None, lessee=None, description_contains=None,
                chassis_uuid=None, shard=None, sharded=None,
                parent_node=None, include_children=None, instance_name=None,
-               conductor=None):
+               conductor=None, project=None):
         """List nodes with all their fields."""
         # NOTE: Pecan routes GET /v1/nodes/<ident>/detail here as well
         # (the identifier as the first argument); as in Ironic, only the
@@ -737,7 +740,9 @@ class NodesController(rest.RestController):
             if name is not None:
                 check_name(name, 'change name of node %s to' % node_ident)
         doc = _object_to_wire_dict(rpc_node)
-        patched = utils.apply_jsonpatch(doc, patch)
+        view, hidden = access.patchable_node(doc)
+        patched = utils.apply_jsonpatch(view, patch)
+        access.unmask_patched(patched, hidden)
         changed = _validated_changes(doc, patched)
         _check_values(changed)
         if changed.get('parent_node') is not None:
@@ -816,6 +821,9 @@ FILTERS = {
     'parent_node': utils.allow_parent_nodes,
     'include_children': utils.allow_parent_nodes,
     'instance_name': utils.allow_instance_name,
+    # NOTE: the nodes a project owns or leases; as in Ironic, at every
+    # version.
+    'project': None,
     # NOTE: not a database filter: which conductor serves a node is worked
     # out from the live conductors (see _nodes_of_conductor).
     'conductor': utils.allow_expose_conductors,

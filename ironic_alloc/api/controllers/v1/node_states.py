@@ -10,6 +10,7 @@ import wsme
 from wsme import types as wtypes
 
 from ironic_alloc import api
+from ironic_alloc.api.controllers.v1 import access
 from ironic_alloc.api.controllers.v1 import types
 from ironic_alloc.api.controllers.v1 import unsupported
 from ironic_alloc.api.controllers.v1 import utils
@@ -179,6 +180,8 @@ class NodeStatesController(rest.RestController):
                 '%s only apply to the clean, service and rescue provision '
                 'actions, not to "%s".' % (', '.join(given), target))
         check_configdrive(target, configdrive)
+        if action == 'deploy':
+            access.check_deploy_reservation(node)
         with utils.node_rpc(self.node_ident):
             api.request.rpcapi.do_provisioning_action(
                 api.request.context, node.id, action,

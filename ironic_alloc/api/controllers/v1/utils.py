@@ -621,11 +621,16 @@ def with_json_suffix(lookup, ident, not_found, *args):
 def node_rpc(node_ident):
     """Around an RPC about one node: a node deleted meanwhile is not
     found by the identifier the client sent, never by the internal id the
-    conductor knows it by."""
+    conductor knows it by; a reservation is named only to a caller who
+    may see it."""
     try:
         yield
     except exception.NodeNotFound:
         raise exception.NodeNotFound(node=node_ident) from None
+    except exception.NamesReservation as exc:
+        if access.reservation_visible(exc.kwargs.get('reservation')):
+            raise
+        raise exc.without_reservation() from None
 
 
 def get_query_node(node_ident):
@@ -651,11 +656,12 @@ def conductor_hosts_for(nodes):
 
 
 def conductor_host(node):
-    """The conductor to send a node action to.
+    """The conductors to send a node action to: a Route of the RPC API
+    (the first for an action that is not safe to repeat).
 
     :raises: NoValidHost (503) when no conductor of its group is alive.
     """
-    return api.request.rpcapi.get_conductor_for(api.request.context, node)
+    return api.request.rpcapi.route_for_node(api.request.context, node)
 
 
 def set_location(*path):

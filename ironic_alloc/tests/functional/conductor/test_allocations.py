@@ -141,7 +141,9 @@ class TestNodePicking(AllocationTestCase):
         self.assertEqual(mine.id, a2.node_id)
         a3 = self.allocate(owner='p1')
         self.assertEqual(states.ALLOCATION_ERROR, a3.state)
-        self.assertIn('owned or leased by "p1"', a3.last_error)
+        # NOTE: p1's own nodes explain it, never p2's free one.
+        self.assertIn('no node of resource class "gold" is available',
+                      a3.last_error)
 
     def test_error_names_the_constraint(self):
         node = utils.make_available_node(self.context, traits=['CUSTOM_A'])

@@ -15,7 +15,6 @@ from oslo_utils import uuidutils
 
 from ironic_alloc.common import exception
 from ironic_alloc.common import states
-from ironic_alloc.conductor import allocations
 from ironic_alloc.conf import CONF
 from ironic_alloc.db import api as db_api
 from ironic_alloc.db.sqlalchemy import api as sqla_api
@@ -60,6 +59,16 @@ def hold_node(context, node, kind=states.ALLOCATION_KIND, expires_at=None):
     dbapi.update_node(node.id, {'allocation_id': hold.id,
                                 'instance_uuid': hold.uuid})
     return hold
+
+
+def write_lease_unchecked(hold_id, end):
+    """Write a lease as no API path may any more: whatever the state of
+    the hold's node (a lease left on a deployed node by an earlier
+    release, or by a node moved without a deploy)."""
+    with sqla_api.get_engine().begin() as conn:
+        conn.execute(models.Allocation.__table__.update().where(
+            models.Allocation.__table__.c.id == hold_id).values(
+                expires_at=end))
 
 
 def holds_and_nodes():
@@ -220,21 +229,52 @@ class TestExpiry(LeaseTestCase):
         node = utils.make_available_node(self.context)
         hold = hold_node(self.context, node, states.RESERVATION_KIND,
                          lease(-5))
+        # NOTE: moved to active without a deploy (which would have
+        # cleared the lease), as an adoption does.
         dbapi.update_node(node.id, {'provision_state': states.ACTIVE})
+        self.assertEqual([hold.id], dbapi.get_expired_holds(10))
         self.assertEqual(0, self.release_now())
-        self.assertEqual([], dbapi.get_expired_holds(
-            allocations.DEALLOCATION_STATES, 10))
-        self.assertIsNone(dbapi.release_expired_hold(
-            hold.id, allocations.DEALLOCATION_STATES))
-        self.assertEqual(node.id, allocation_obj.Allocation.get_by_id(
-            self.context, hold.id).node_id)
+        # Its ended lease was removed instead: never found again, and
+        # nothing left to fire once the node is free to lose it.
+        kept = allocation_obj.Allocation.get_by_id(self.context, hold.id)
+        self.assertEqual((node.id, None), (kept.node_id, kept.expires_at))
+        self.assertEqual([], dbapi.get_expired_holds(10))
+        self.assertIsNone(dbapi.release_expired_hold(hold.id))
+        self.assertIn('lease was removed', self.log.output)
+        self.assertEqual([], self.released_lines(hold.uuid))
+        self.assertEqual([], disagreements())
+
+    def test_deployed_node_in_maintenance_is_never_pulled(self):
+        # NOTE: the data loss of issue 38: a reservation's lease re-armed
+        # after the deploy, the node then put into maintenance, the lease
+        # ending.  Unlike DELETE, maintenance makes no exception.
+        for kind in (states.RESERVATION_KIND, states.ALLOCATION_KIND):
+            node = utils.make_available_node(self.context)
+            hold = hold_node(self.context, node, kind)
+            info = {'reservation_uuid': hold.uuid, 'image_source': 'x'}
+            dbapi.update_node(node.id, {'provision_state': states.ACTIVE,
+                                        'instance_info': info})
+            self.assertRaises(exception.LeaseOnDeployedNode,
+                              dbapi.update_allocation, hold.id,
+                              {'expires_at': lease(600)})
+            write_lease_unchecked(hold.id, lease(-5))
+            dbapi.update_node(node.id, {'maintenance': True})
+            self.assertEqual(0, self.release_now())
+            node.refresh()
+            bound = (hold.instance_uuid if kind == states.RESERVATION_KIND
+                     else hold.uuid)
+            self.assertEqual((hold.id, bound, info),
+                             (node.allocation_id, node.instance_uuid,
+                              node.instance_info))
+            self.assertIsNone(allocation_obj.Allocation.get_by_id(
+                self.context, hold.id).expires_at)
+        self.assertEqual([], disagreements())
 
     def test_node_in_maintenance_is_released(self):
-        # NOTE: as DELETE frees a node in maintenance in any state.
+        # NOTE: maintenance does not keep a node that is not deployed.
         node = utils.make_available_node(self.context)
         hold = hold_node(self.context, node, expires_at=lease(-5))
-        dbapi.update_node(node.id, {'provision_state': states.ACTIVE,
-                                    'maintenance': True})
+        dbapi.update_node(node.id, {'maintenance': True})
         self.assertEqual(1, self.release_now())
         self.assertRaises(exception.AllocationNotFound,
                           allocation_obj.Allocation.get_by_id,
@@ -253,13 +293,11 @@ class TestExpiry(LeaseTestCase):
     def test_renewed_lease_is_kept(self):
         node = utils.make_available_node(self.context)
         hold = hold_node(self.context, node, expires_at=lease(-5))
-        self.assertEqual([hold.id], dbapi.get_expired_holds(
-            allocations.DEALLOCATION_STATES, 10))
+        self.assertEqual([hold.id], dbapi.get_expired_holds(10))
         # Renewed between the search and the release: the guarded DELETE
         # keeps it.
         dbapi.update_allocation(hold.id, {'expires_at': lease(600)})
-        self.assertIsNone(dbapi.release_expired_hold(
-            hold.id, allocations.DEALLOCATION_STATES))
+        self.assertIsNone(dbapi.release_expired_hold(hold.id))
         dbapi.update_allocation(hold.id, {'expires_at': None})
         self.assertEqual(0, self.release_now())
         self.assertEqual([], disagreements())
@@ -345,10 +383,16 @@ class TestDeployGuard(LeaseTestCase):
         self.deploy(node)
         self.assertIsNone(allocation_obj.Allocation.get_by_id(
             self.context, hold.id).expires_at)
-        # Expired or not, a deployed node's hold stays.
-        dbapi.update_allocation(hold.id, {'expires_at': lease(-5)})
+        # A deployed node's hold takes no lease, and one left on it
+        # (written before this rule) never releases it.
+        self.assertRaises(exception.LeaseOnDeployedNode,
+                          dbapi.update_allocation, hold.id,
+                          {'expires_at': lease(600)})
+        write_lease_unchecked(hold.id, lease(-5))
         self.assertEqual(
             0, self.conductor.service.lease_expiry.release_expired())
+        self.assertIsNone(allocation_obj.Allocation.get_by_id(
+            self.context, hold.id).expires_at)
         self.rpcapi.do_provisioning_action(self.context, node.id,
                                            'undeploy', self.conductor.host)
         self.wait_state(node, states.AVAILABLE)

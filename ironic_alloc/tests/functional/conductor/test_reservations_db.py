@@ -140,7 +140,9 @@ class TestCreateReservation(base.DbTestCase):
             exception.InstanceAssociated, dbapi.create_reservation,
             _values(instance=values['instance_uuid']), [second.uuid],
             ttl=60)
-        self.assertIn(first.uuid, str(error))
+        # NOTE: the node that has the instance is never named.
+        self.assertEqual('Instance %s is already associated with a node.'
+                         % values['instance_uuid'], str(error))
         self.assertIsNone(node_obj.Node.get_by_uuid(
             self.context, second.uuid).allocation_id)
 

@@ -449,6 +449,22 @@ class TestServerRestarts(MultiProcessTestCase):
         """The database server stopped and started under load."""
         self._run_outage(mp.DatabaseServer(), 'database', {503})
 
+    @staticmethod
+    def _wait_conductors_alive(api_url):
+        """Wait until the API sees every conductor alive again."""
+        deadline = time.monotonic() + RECOVERY_GRACE
+        while True:
+            resp = requests.get(api_url + '/v1/conductors',
+                                headers=mp.api_headers(),
+                                timeout=mp.REQUEST_TIMEOUT)
+            alive = [c['alive'] for c in resp.json().get('conductors', [])]
+            if (resp.status_code == 200 and alive and all(alive)) or (
+                    time.monotonic() > deadline):
+                break
+            time.sleep(0.2)
+        mp.log('conductors seen by the API after the outage: %s (%s)',
+               alive, resp.status_code)
+
     def test_first_requests_of_fresh_api_workers_while_database_down(self):
         """An API process with three workers started while the database
         server is down (and [database]max_retries = -1): the workers'
@@ -509,6 +525,10 @@ class TestServerRestarts(MultiProcessTestCase):
         mp.log('GETs of the fresh workers after the database came back: %s',
                statuses)
         self.assertEqual({200}, set(statuses))
+        # NOTE: the conductors could not heartbeat during the outage: until
+        # each has written a heartbeat again, the API rightly finds no live
+        # conductor for a new allocation (503, NoValidHost).
+        self._wait_conductors_alive(fresh)
         after = mp.Load([fresh], clients=2, delete_ratio=0.3, total=12)
         after.start().join(60)
         mp.log('load through the fresh workers afterwards: %s',
